@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ConvertOptions are the per-run hooks of Convert.
+type ConvertOptions struct {
+	Version string
+	// Progress, when set, is called after each epoch with the raw bytes
+	// consumed so far.
+	Progress func(done int64)
+	// FirstLayer resumes at a level-0 shard layer; earlier layers are
+	// taken as stored.
+	FirstLayer int64
+	// LayerDone is called after every shard of a layer is committed.
+	LayerDone func(level int, layer int64) error
+}
+
+// Result sums up one conversion.
+type Result struct {
+	BytesIn  int64
+	BytesOut int64 // shard objects and metadata documents
+	Elapsed  time.Duration
+	Stages   []Stage
+}
+
+// Ratio is input over output bytes.
+func (r *Result) Ratio() float64 {
+	if r.BytesOut == 0 {
+		return 0
+	}
+	return float64(r.BytesIn) / float64(r.BytesOut)
+}
+
+// Convert streams one acquisition through an engine into a sink: array
+// documents first, then every shard layer in order, and the group document
+// last — the commit point a reader can wait for. On failure, open shards
+// are aborted and the group document is not written.
+func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Engine, sink Sink, opts ConvertOptions) (*Result, error) {
+	start := time.Now()
+	root := p.Root()
+	groupKey := path.Join(root, "zarr.json")
+	// A group document left by an earlier run must not vouch for shards
+	// this run is about to replace.
+	if err := sink.Delete(ctx, groupKey); err != nil {
+		return nil, fmt.Errorf("%s: %w", groupKey, err)
+	}
+	res := &Result{}
+	for _, l := range p.Levels {
+		doc := p.ArraySpec(l).Document()
+		key := path.Join(root, l.Path, "zarr.json")
+		if err := sink.Put(ctx, key, doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		res.BytesOut += int64(len(doc))
+	}
+
+	asm := NewAssembler(p, sink)
+	asm.LayerDone = opts.LayerDone
+	first := opts.FirstLayer * p.Levels[0].Grid.Shard[0]
+	rd := NewEpochReader(ctx, src.Raw, src.RawName, first, p.Epochs(), p.EpochFrames(), p.FrameBytes)
+	defer rd.Close()
+	read := newMeter("read")
+	done := first * p.EpochBytes()
+	log.Debug("convert start", zap.String("dataset", root), zap.Int64("epochs", p.Epochs()),
+		zap.Int64("first_epoch", first), zap.Stringer("working_set", p.WorkingSet))
+
+	fail := func(err error) (*Result, error) {
+		asm.Abort()
+		return nil, err
+	}
+	for {
+		ep, ok := rd.Next()
+		if !ok {
+			break
+		}
+		read.Add(int64(len(ep.Data)), ep.Read)
+		outs, err := eng.Encode(ctx, ep)
+		n := int64(len(ep.Data))
+		rd.Release(ep)
+		if err != nil {
+			return fail(fmt.Errorf("epoch %d: %w", ep.Index, err))
+		}
+		for _, o := range outs {
+			if err := asm.Add(ctx, o); err != nil {
+				return fail(err)
+			}
+		}
+		done += n
+		res.BytesIn += n
+		if opts.Progress != nil {
+			opts.Progress(done)
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return fail(err)
+	}
+	outs, err := eng.Flush(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("flush: %w", err))
+	}
+	for _, o := range outs {
+		if err := asm.Add(ctx, o); err != nil {
+			return fail(err)
+		}
+	}
+	doc, err := p.GroupDocument(Provenance{Version: opts.Version, Manifest: src.ManifestName, Data: src.RawName, Bytes: src.RawSize})
+	if err != nil {
+		return nil, err
+	}
+	if err := sink.Put(ctx, groupKey, doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", groupKey, err)
+	}
+	res.BytesOut += asm.Written() + int64(len(doc))
+	res.Elapsed = time.Since(start)
+	res.Stages = append([]Stage{read.Snapshot()}, eng.Stages()...)
+	res.Stages = append(res.Stages, asm.Stage())
+	return res, nil
+}

@@ -1,0 +1,38 @@
+package pipeline
+
+import "context"
+
+// Engine turns epochs of raw level-0 bytes into compressed chunks grouped
+// by shard. The CPU engine is the reference; every other engine must decode
+// to the same bytes and report the same present/absent slots.
+type Engine interface {
+	// Encode processes one epoch. The returned outputs (one per level that
+	// completed a chunk row) stay valid until the next Encode or Flush.
+	Encode(ctx context.Context, e Epoch) ([]LevelOutput, error)
+	// Flush emits what is still held back at end of data (partial pyramid
+	// groups along a downsampled dim 0).
+	Flush(ctx context.Context) ([]LevelOutput, error)
+	// Stages reports time spent per stage so far.
+	Stages() []Stage
+	Close() error
+}
+
+// LevelOutput is one chunk row of one level, grouped by shard.
+type LevelOutput struct {
+	Level  int
+	Epoch  int64 // the level's chunk row along dim 0
+	Shards []ShardOut
+}
+
+// ShardOut is the part of a chunk row that belongs to one shard.
+type ShardOut struct {
+	Inner  int64      // the shard's index within its layer: C order over g_1…
+	Chunks []ChunkOut // in slot order
+}
+
+// ChunkOut is one stored chunk. Data nil means absent: the chunk equals
+// fill everywhere and gets the 2^64−1 index entry.
+type ChunkOut struct {
+	Slot int64
+	Data []byte
+}

@@ -1,0 +1,258 @@
+// Package pipeline is zspool's engine-neutral core: the plan of an
+// acquisition (levels, grids, epochs, shard layers, working set), the
+// streaming raw reader, the CPU engine, shard assembly and the metadata
+// documents, tied together by Convert.
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strconv"
+
+	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/zarr"
+)
+
+// Defaults for the knobs a plan is checked against.
+const (
+	DefaultMemoryBudget = 768 << 20
+	DefaultPartSize     = 16 << 20
+	MinPartSize         = 5 << 20
+	MaxParts            = 10000
+	// encoderOverhead is what one pooled zstd encoder holds besides its
+	// output (history and tables of the fastest levels), measured loosely.
+	encoderOverhead = 4 << 20
+)
+
+// Options are the run-time knobs that shape a plan.
+type Options struct {
+	MemoryBudget int64 // refuse plans whose working set exceeds this; 0 = default
+	PartSize     int64 // S3 part size, for the 10,000-part limit; 0 = default
+	Workers      int   // compression workers; 0 = GOMAXPROCS
+	// ShardBuffer is what the sink holds per open shard (an S3 sink: its
+	// part buffers). It counts toward the working set.
+	ShardBuffer int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = DefaultMemoryBudget
+	}
+	if o.PartSize == 0 {
+		o.PartSize = DefaultPartSize
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	return o
+}
+
+// Level is one resolution level's array.
+type Level struct {
+	Index int
+	Path  string // array path under the dataset root: "0", "1", …
+	Grid  zarr.Grid
+	Scale []float64 // OME scale per dim
+}
+
+// Plan is everything decided about one acquisition before a byte of it is
+// processed.
+type Plan struct {
+	Manifest   *config.Manifest
+	Options    Options
+	Elem       int
+	RawSize    int64
+	FrameBytes int64 // bytes of one dim-0 slice in the raw file
+	Levels     []Level
+	WorkingSet WorkingSet
+}
+
+// WorkingSet is the planner's memory estimate, by part.
+type WorkingSet struct {
+	Staging    int64 // raw epoch buffers (double-buffered)
+	Chunks     int64 // scatter buffers and encoder state
+	Compressed int64 // one epoch of compressed chunks per level
+	Shards     int64 // open shards × the sink's per-shard buffer
+}
+
+// Total is the sum of all parts.
+func (w WorkingSet) Total() int64 { return w.Staging + w.Chunks + w.Compressed + w.Shards }
+
+func (w WorkingSet) String() string {
+	return fmt.Sprintf("%s (staging %s, chunk buffers %s, compressed %s, open shards %s)",
+		FormatBytes(w.Total()), FormatBytes(w.Staging), FormatBytes(w.Chunks), FormatBytes(w.Compressed), FormatBytes(w.Shards))
+}
+
+// NewPlan checks a parsed manifest against the raw file's size and the
+// options, and lays out every level. Errors about the input are
+// InputErrors; errors about the knobs say which knob to change.
+func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*Plan, error) {
+	opts = opts.withDefaults()
+	if opts.PartSize < MinPartSize {
+		return nil, fmt.Errorf("part_size %s is below S3's minimum of 5 MiB", FormatBytes(opts.PartSize))
+	}
+	p := &Plan{Manifest: m, Options: opts, Elem: m.DType.Size(), RawSize: rawSize}
+	if p.Elem == 0 {
+		return nil, badInput(fmt.Errorf("dtype: %q is not supported", m.DType))
+	}
+	r := len(m.Dimensions)
+	shape := make([]int64, r)
+	chunk := make([]int64, r)
+	shard := make([]int64, r)
+	p.FrameBytes = int64(p.Elem)
+	for d, dim := range m.Dimensions {
+		shape[d], chunk[d], shard[d] = dim.Size, dim.Chunk, dim.Shard
+		if d > 0 {
+			if p.FrameBytes > math.MaxInt64/dim.Size {
+				return nil, badInput(fmt.Errorf("dimensions: a frame of this shape overflows 64 bits"))
+			}
+			p.FrameBytes *= dim.Size
+		}
+	}
+	// The raw file must hold exactly the shape (or, when dim 0 is
+	// inferred, a whole number of frames).
+	if shape[0] == 0 {
+		if rawSize == 0 || rawSize%p.FrameBytes != 0 {
+			return nil, badInput(&SizeError{File: rawName, Size: rawSize, FrameSize: p.FrameBytes})
+		}
+		shape[0] = rawSize / p.FrameBytes
+		// An inferred dim 0 can be shorter than the chunk the manifest
+		// asked for; clamp rather than refuse a short acquisition.
+		chunk[0] = min(chunk[0], shape[0])
+	} else if want, ok := mulOK(shape[0], p.FrameBytes); !ok || rawSize != want {
+		return nil, badInput(&SizeError{File: rawName, Size: rawSize, Want: want, FrameSize: p.FrameBytes})
+	}
+	for d := range shard {
+		// A shard wider than the chunk grid only lengthens every index.
+		shard[d] = min(shard[d], ceilDiv(shape[d], chunk[d]))
+	}
+	p.Levels = planLevels(m, zarr.Grid{Shape: shape, Chunk: chunk, Shard: shard})
+	if err := p.checkParts(); err != nil {
+		return nil, err
+	}
+	p.WorkingSet = p.estimate()
+	if p.WorkingSet.Total() > opts.MemoryBudget {
+		return nil, fmt.Errorf("working set %s exceeds memory_budget %s: raise memory_budget, or lower dimensions[0].chunk (each epoch is %s)",
+			p.WorkingSet, FormatBytes(opts.MemoryBudget), FormatBytes(p.EpochBytes()))
+	}
+	return p, nil
+}
+
+// planLevels lays out level 0 and, when the manifest asks for a pyramid,
+// each halving of the downsampled dims until every one fits one chunk or
+// the level count is reached.
+func planLevels(m *config.Manifest, g0 zarr.Grid) []Level {
+	r := len(g0.Shape)
+	base := make([]float64, r)
+	for d, dim := range m.Dimensions {
+		base[d] = dim.Scale
+		if base[d] == 0 {
+			base[d] = 1
+		}
+	}
+	levels := []Level{{Index: 0, Path: "0", Grid: g0, Scale: base}}
+	if m.Multiscale == nil {
+		return levels
+	}
+	for {
+		prev := levels[len(levels)-1]
+		if m.Multiscale.Levels > 0 && len(levels) >= m.Multiscale.Levels {
+			return levels
+		}
+		more := false
+		for d, dim := range m.Dimensions {
+			if dim.Downsampled() && prev.Grid.Shape[d] > prev.Grid.Chunk[d] {
+				more = true
+			}
+		}
+		if !more {
+			return levels
+		}
+		l := len(levels)
+		g := zarr.Grid{Shape: make([]int64, r), Chunk: make([]int64, r), Shard: make([]int64, r)}
+		scale := make([]float64, r)
+		for d, dim := range m.Dimensions {
+			g.Shape[d], scale[d] = prev.Grid.Shape[d], prev.Scale[d]
+			if dim.Downsampled() {
+				g.Shape[d] = ceilDiv(g.Shape[d], 2)
+				scale[d] *= 2
+			}
+			g.Chunk[d] = min(g0.Chunk[d], g.Shape[d])
+			g.Shard[d] = min(g0.Shard[d], ceilDiv(g.Shape[d], g.Chunk[d]))
+		}
+		levels = append(levels, Level{Index: l, Path: strconv.Itoa(l), Grid: g, Scale: scale})
+	}
+}
+
+// checkParts refuses shards that could not be uploaded in S3's 10,000
+// parts of part_size.
+func (p *Plan) checkParts() error {
+	for _, l := range p.Levels {
+		bound := l.Grid.SlotsPerShard()*CompressBound(p.ChunkBytes(l)) + zarr.IndexSize(l.Grid.SlotsPerShard())
+		if parts := ceilDiv(bound, p.Options.PartSize); parts > MaxParts {
+			return fmt.Errorf("level %d: a shard can reach %s, which needs %d parts of part_size %s (S3 allows %d): raise part_size or lower dimensions[*].shard",
+				l.Index, FormatBytes(bound), parts, FormatBytes(p.Options.PartSize), MaxParts)
+		}
+	}
+	return nil
+}
+
+// CompressBound is the most a chunk of n bytes can take once stored: zstd
+// adds a frame header and 3 bytes per 128 KiB block to incompressible data.
+func CompressBound(n int64) int64 { return n + (n>>17+1)*3 + 32 }
+
+// ChunkBytes is the decoded size of one padded chunk of level l.
+func (p *Plan) ChunkBytes(l Level) int64 { return l.Grid.ChunkElems() * int64(p.Elem) }
+
+// EpochFrames is n_0, the frames of one full epoch.
+func (p *Plan) EpochFrames() int64 { return p.Levels[0].Grid.Chunk[0] }
+
+// Epochs is the number of level-0 epochs (chunk rows along dim 0).
+func (p *Plan) Epochs() int64 { return p.Levels[0].Grid.Chunks(0) }
+
+// EpochBytes is the raw size of one full epoch.
+func (p *Plan) EpochBytes() int64 { return p.EpochFrames() * p.FrameBytes }
+
+// ShardLayers is the number of level-0 shard layers.
+func (p *Plan) ShardLayers() int64 { return p.Levels[0].Grid.Shards(0) }
+
+// ChunksPerEpoch is the chunk count of one chunk row of level l.
+func ChunksPerEpoch(g zarr.Grid) int64 {
+	n := int64(1)
+	for d := 1; d < g.Rank(); d++ {
+		n *= g.Chunks(d)
+	}
+	return n
+}
+
+// ShardsPerLayer is the shard count of one shard layer of level l.
+func ShardsPerLayer(g zarr.Grid) int64 {
+	n := int64(1)
+	for d := 1; d < g.Rank(); d++ {
+		n *= g.Shards(d)
+	}
+	return n
+}
+
+func (p *Plan) estimate() WorkingSet {
+	w := WorkingSet{Staging: 2 * p.EpochBytes()}
+	maxChunk := int64(0)
+	for _, l := range p.Levels {
+		cb := p.ChunkBytes(l)
+		maxChunk = max(maxChunk, cb)
+		w.Compressed += ChunksPerEpoch(l.Grid) * CompressBound(cb)
+		w.Shards += ShardsPerLayer(l.Grid) * p.Options.ShardBuffer
+	}
+	w.Chunks = int64(p.Options.Workers) * (maxChunk + encoderOverhead)
+	return w
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+func mulOK(a, b int64) (int64, bool) {
+	if a != 0 && b > math.MaxInt64/a {
+		return 0, false
+	}
+	return a * b, true
+}

@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Epoch is one epoch of raw level-0 bytes read from the file.
+type Epoch struct {
+	Index  int64
+	Frames int64
+	Data   []byte
+	Read   time.Duration // time spent reading it
+	buf    []byte
+}
+
+// EpochReader streams a raw file epoch by epoch with sequential large
+// reads, one epoch ahead of its consumer. It holds exactly two epoch
+// buffers, so memory does not depend on the file's size.
+type EpochReader struct {
+	out  chan Epoch
+	free chan []byte
+	errc chan error
+	stop context.CancelFunc
+}
+
+// NewEpochReader starts reading f at epoch first (a resumed job seeks past
+// the shard layers already stored). epochBytes is one full epoch; the last
+// epoch may be shorter (frameBytes × the frames left).
+func NewEpochReader(ctx context.Context, f *os.File, name string, first, epochs, epochFrames, frameBytes int64) *EpochReader {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &EpochReader{
+		out:  make(chan Epoch, 1),
+		free: make(chan []byte, 2),
+		errc: make(chan error, 1),
+		stop: cancel,
+	}
+	epochBytes := epochFrames * frameBytes
+	r.free <- make([]byte, epochBytes)
+	r.free <- make([]byte, epochBytes)
+	// The kernel reads ahead harder on a file declared sequential; a failure
+	// only costs speed.
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
+	go r.run(ctx, f, name, first, epochs, epochFrames, frameBytes)
+	return r
+}
+
+func (r *EpochReader) run(ctx context.Context, f *os.File, name string, first, epochs, epochFrames, frameBytes int64) {
+	defer close(r.out)
+	off := first * epochFrames * frameBytes
+	for e := first; e < epochs; e++ {
+		var buf []byte
+		select {
+		case buf = <-r.free:
+		case <-ctx.Done():
+			r.errc <- ctx.Err()
+			return
+		}
+		n := epochFrames * frameBytes
+		data := buf[:n]
+		start := time.Now()
+		got, err := f.ReadAt(data, off)
+		if err != nil && !(errors.Is(err, io.EOF) && e == epochs-1) {
+			r.errc <- fmt.Errorf("raw file %s: epoch %d at byte %d: %w", name, e, off, err)
+			return
+		}
+		if int64(got)%frameBytes != 0 || (got < len(data) && e != epochs-1) || got == 0 {
+			r.errc <- badInput(fmt.Errorf("raw file %s: shrank while reading (epoch %d: %d of %d bytes at byte %d)", name, e, got, len(data), off))
+			return
+		}
+		off += int64(got)
+		ep := Epoch{Index: e, Frames: int64(got) / frameBytes, Data: data[:got], Read: time.Since(start), buf: buf}
+		select {
+		case r.out <- ep:
+		case <-ctx.Done():
+			r.errc <- ctx.Err()
+			return
+		}
+	}
+	r.errc <- nil
+}
+
+// Next returns the next epoch, or ok=false at the end (then Err says why).
+func (r *EpochReader) Next() (Epoch, bool) {
+	e, ok := <-r.out
+	return e, ok
+}
+
+// Release hands an epoch's buffer back for the reader to refill.
+func (r *EpochReader) Release(e Epoch) {
+	if e.buf != nil {
+		r.free <- e.buf
+	}
+}
+
+// Err is the reason reading stopped: nil after the last epoch.
+func (r *EpochReader) Err() error {
+	return <-r.errc
+}
+
+// Close stops the reader and waits for it to let go of the file.
+func (r *EpochReader) Close() {
+	r.stop()
+	for range r.out {
+	}
+}
