@@ -30,10 +30,11 @@ type EpochReader struct {
 	stop context.CancelFunc
 }
 
-// NewEpochReader starts reading f at epoch first (a resumed job seeks past
-// the shard layers already stored). epochBytes is one full epoch; the last
-// epoch may be shorter (frameBytes × the frames left).
-func NewEpochReader(ctx context.Context, f *os.File, name string, first, epochs, epochFrames, frameBytes int64) *EpochReader {
+// NewEpochReader starts reading f, which holds frames frames of frameBytes,
+// at epoch first (a resumed job seeks past the shard layers already
+// stored). Every epoch holds epochFrames frames but the last, which holds
+// what is left.
+func NewEpochReader(ctx context.Context, f *os.File, name string, first, frames, epochFrames, frameBytes int64) *EpochReader {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &EpochReader{
 		out:  make(chan Epoch, 1),
@@ -47,12 +48,13 @@ func NewEpochReader(ctx context.Context, f *os.File, name string, first, epochs,
 	// The kernel reads ahead harder on a file declared sequential; a failure
 	// only costs speed.
 	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
-	go r.run(ctx, f, name, first, epochs, epochFrames, frameBytes)
+	go r.run(ctx, f, name, first, frames, epochFrames, frameBytes)
 	return r
 }
 
-func (r *EpochReader) run(ctx context.Context, f *os.File, name string, first, epochs, epochFrames, frameBytes int64) {
+func (r *EpochReader) run(ctx context.Context, f *os.File, name string, first, frames, epochFrames, frameBytes int64) {
 	defer close(r.out)
+	epochs := ceilDiv(frames, epochFrames)
 	off := first * epochFrames * frameBytes
 	for e := first; e < epochs; e++ {
 		var buf []byte
@@ -62,20 +64,20 @@ func (r *EpochReader) run(ctx context.Context, f *os.File, name string, first, e
 			r.errc <- ctx.Err()
 			return
 		}
-		n := epochFrames * frameBytes
-		data := buf[:n]
+		n := min(epochFrames, frames-e*epochFrames)
+		data := buf[:n*frameBytes]
 		start := time.Now()
 		got, err := f.ReadAt(data, off)
-		if err != nil && !(errors.Is(err, io.EOF) && e == epochs-1) {
-			r.errc <- fmt.Errorf("raw file %s: epoch %d at byte %d: %w", name, e, off, err)
-			return
-		}
-		if int64(got)%frameBytes != 0 || (got < len(data) && e != epochs-1) || got == 0 {
+		if got < len(data) && (err == nil || errors.Is(err, io.EOF)) {
 			r.errc <- badInput(fmt.Errorf("raw file %s: shrank while reading (epoch %d: %d of %d bytes at byte %d)", name, e, got, len(data), off))
 			return
 		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			r.errc <- fmt.Errorf("raw file %s: epoch %d at byte %d: %w", name, e, off, err)
+			return
+		}
 		off += int64(got)
-		ep := Epoch{Index: e, Frames: int64(got) / frameBytes, Data: data[:got], Read: time.Since(start), buf: buf}
+		ep := Epoch{Index: e, Frames: n, Data: data, Read: time.Since(start), buf: buf}
 		select {
 		case r.out <- ep:
 		case <-ctx.Done():

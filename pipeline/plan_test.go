@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/zspool/zspool/config"
+)
+
+func manifest(t *testing.T, js string) *config.Manifest {
+	t.Helper()
+	m, err := config.ParseManifest([]byte(js), "acq")
+	if err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	return m
+}
+
+func TestPlanLaysOutEpochsAndShardLayersOfARaggedArray(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
+		{"name":"t","size":5,"chunk":2,"shard":2},{"name":"y","size":7,"chunk":3,"shard":2},{"name":"x","size":9,"chunk":4,"shard":2}]}`)
+	p, err := NewPlan(m, "acq.raw", 5*7*9*2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Levels[0].Grid
+	checks := []struct {
+		what      string
+		got, want int64
+	}{
+		{"epochs", p.Epochs(), 3},
+		{"epoch frames", p.EpochFrames(), 2},
+		{"shard layers", p.ShardLayers(), 2},
+		{"frame bytes", p.FrameBytes, 7 * 9 * 2},
+		{"chunks per epoch", ChunksPerEpoch(g), 3 * 3},
+		{"shards per layer", ShardsPerLayer(g), 2 * 2},
+		{"slots per shard", g.SlotsPerShard(), 8},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.what, c.got, c.want)
+		}
+	}
+	if p.WorkingSet.Total() <= 0 || p.WorkingSet.Staging != 2*p.EpochBytes() {
+		t.Errorf("working set %v: staging should be two epochs of %d bytes", p.WorkingSet, p.EpochBytes())
+	}
+}
+
+func TestPlanInfersDimZeroAndClampsItsChunkToAShortAcquisition(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
+		{"name":"t","size":0,"chunk":16,"shard":4},{"name":"x","size":10,"chunk":5}]}`)
+	p, err := NewPlan(m, "acq.raw", 3*10, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Levels[0].Grid
+	if g.Shape[0] != 3 || g.Chunk[0] != 3 || g.Shard[0] != 1 {
+		t.Fatalf("dim 0: shape %d chunk %d shard %d, want 3, 3, 1", g.Shape[0], g.Chunk[0], g.Shard[0])
+	}
+}
+
+func TestPlanRefusesShardsBeyondTenThousandParts(t *testing.T) {
+	// 32 MiB chunks, 10,000 of them per shard: 312 GiB, past 10,000 × 16 MiB.
+	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
+		{"name":"t","size":20000,"chunk":1,"shard":10000},{"name":"y","size":4096,"chunk":4096},{"name":"x","size":4096,"chunk":4096}]}`)
+	_, err := NewPlan(m, "acq.raw", 20000*4096*4096*2, Options{MemoryBudget: 1 << 40})
+	if err == nil || !strings.Contains(err.Error(), "part_size") || !strings.Contains(err.Error(), "dimensions[*].shard") {
+		t.Fatalf("err = %v, want a refusal naming part_size and the shard knob", err)
+	}
+	if IsInputError(err) {
+		t.Errorf("a knob refusal is not bad input: %v", err)
+	}
+	if _, err := NewPlan(m, "acq.raw", 20000*4096*4096*2, Options{MemoryBudget: 1 << 40, PartSize: 64 << 20}); err != nil {
+		t.Fatalf("with 64 MiB parts the shard fits: %v", err)
+	}
+}
+
+func TestPlanRefusesAWorkingSetOverTheMemoryBudget(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
+		{"name":"t","size":64,"chunk":64},{"name":"y","size":2048,"chunk":256},{"name":"x","size":2048,"chunk":256}]}`)
+	_, err := NewPlan(m, "acq.raw", 64*2048*2048*2, Options{})
+	if err == nil || !strings.Contains(err.Error(), "memory_budget") || !strings.Contains(err.Error(), "dimensions[0].chunk") {
+		t.Fatalf("err = %v, want a refusal naming memory_budget and dimensions[0].chunk", err)
+	}
+}
+
+func TestPlanRefusesARawFileOfTheWrongSize(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[{"name":"t","size":4},{"name":"x","size":10}]}`)
+	for _, size := range []int64{0, 79, 81} {
+		_, err := NewPlan(m, "acq.raw", size, Options{})
+		if !IsInputError(err) || !strings.Contains(err.Error(), "acq.raw") {
+			t.Errorf("size %d: err = %v, want an input error naming the file", size, err)
+		}
+	}
+}
+
+func TestPlanStopsPyramidLevelsWhenEveryDownsampledDimFitsOneChunk(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint8","multiscale":{"method":"mean"},"dimensions":[
+		{"name":"t","type":"time","size":3},{"name":"y","type":"space","size":1000,"chunk":256},{"name":"x","type":"space","size":300,"chunk":256}]}`)
+	p, err := NewPlan(m, "acq.raw", 3*1000*300, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shapes [][]int64
+	for _, l := range p.Levels {
+		shapes = append(shapes, l.Grid.Shape)
+	}
+	// 1000 → 500 → 250 (fits 256); x 300 → 150 → 75; t stays.
+	if len(p.Levels) != 3 || p.Levels[2].Grid.Shape[1] != 250 || p.Levels[2].Grid.Shape[2] != 75 || p.Levels[2].Grid.Shape[0] != 3 {
+		t.Fatalf("levels %v", shapes)
+	}
+	if p.Levels[1].Scale[1] != 2 || p.Levels[2].Scale[2] != 4 || p.Levels[2].Scale[0] != 1 {
+		t.Fatalf("scales %v %v", p.Levels[1].Scale, p.Levels[2].Scale)
+	}
+}
