@@ -20,16 +20,17 @@ var (
 )
 
 const (
-	maxLevels        = 32
-	minZstdLevel     = -7
-	maxZstdLevel     = 22
-	defaultZstdLevel = 1
-	defaultCodec     = "zstd"
-	defaultMethod    = "mean"
-	defaultOrder     = "little"
-	defaultDimType   = "other"
-	rawFileSuffix    = ".raw"
-	reservedAttrKey  = "ome"
+	maxLevels         = 32
+	minZstdLevel      = -7
+	maxZstdLevel      = 22
+	defaultZstdLevel  = 1
+	defaultCodec      = "zstd"
+	defaultMethod     = "mean"
+	defaultOrder      = "little"
+	defaultDimType    = "other"
+	rawFileSuffix     = ".raw"
+	reservedAttrKey   = "ome"
+	provenanceAttrKey = "zspool"
 )
 
 // ParseManifest parses, defaults and validates an acquisition manifest
@@ -228,7 +229,8 @@ func parseCompression(top map[string]json.RawMessage, m *Manifest, p *problems) 
 }
 
 // parseAttributes keeps the optional free attributes as compact JSON. They
-// are copied into the group's attributes, where "ome" belongs to OME-Zarr.
+// are copied into the group's attributes, where "ome" belongs to OME-Zarr
+// and "zspool" to the provenance block.
 func parseAttributes(top map[string]json.RawMessage, m *Manifest, p *problems) {
 	raw, given := top["attributes"]
 	if !given || isNull(raw) {
@@ -239,7 +241,12 @@ func parseAttributes(top map[string]json.RawMessage, m *Manifest, p *problems) {
 		return
 	}
 	before := len(*p)
-	checkKeys(raw, "attributes", map[string]string{reservedAttrKey: "reserved for OME-Zarr metadata"}, p)
+	checkKeys(raw, "attributes", map[string]string{
+		reservedAttrKey: "reserved for OME-Zarr metadata",
+		// The group's provenance block lives beside the free attributes;
+		// refusing the key beats silently overwriting the user's value.
+		provenanceAttrKey: "reserved for zspool's provenance block",
+	}, p)
 	if len(*p) > before {
 		return
 	}

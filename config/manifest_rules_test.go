@@ -155,6 +155,7 @@ var badCases = []badCase{
 
 	// attributes.
 	{name: "attributes with ome are refused", doc: edited(func(m map[string]any) { m["attributes"].(map[string]any)["ome"] = map[string]any{} }), field: "attributes.ome", phrase: "reserved for OME-Zarr metadata"},
+	{name: "attributes with zspool are refused", doc: edited(func(m map[string]any) { m["attributes"].(map[string]any)["zspool"] = map[string]any{} }), field: "attributes.zspool", phrase: "reserved for zspool's provenance block"},
 	{name: "attributes with an escaped ome are refused", doc: strings.Replace(exampleManifest, `"instrument"`, `"\u006fme"`, 1), field: "attributes.ome", phrase: "reserved for OME-Zarr metadata"},
 	{name: "attributes as an array are refused", doc: edited(func(m map[string]any) { m["attributes"] = []any{1} }), field: "attributes", phrase: "want an object, got array"},
 	{name: "attributes as a string are refused", doc: edited(func(m map[string]any) { m["attributes"] = "x" }), field: "attributes", phrase: "want an object, got string"},

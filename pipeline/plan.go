@@ -242,7 +242,8 @@ func (p *Plan) estimate() WorkingSet {
 		cb := p.ChunkBytes(l)
 		maxChunk = max(maxChunk, cb)
 		w.Compressed += ChunksPerEpoch(l.Grid) * CompressBound(cb)
-		w.Shards += ShardsPerLayer(l.Grid) * p.Options.ShardBuffer
+		// Each open shard holds its sink buffer and its index entries.
+		w.Shards += ShardsPerLayer(l.Grid) * (p.Options.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
 	}
 	w.Chunks = int64(p.Options.Workers) * (maxChunk + encoderOverhead)
 	return w
