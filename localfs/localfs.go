@@ -204,6 +204,15 @@ func (d *Dir) GetRange(_ context.Context, key string, off, n int64) ([]byte, err
 		return nil, err
 	}
 	defer f.Close()
+	// Check the range before allocating: a negative n panics in make, and a
+	// huge one must not allocate before the read finds the end.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 || off > fi.Size() || n > fi.Size()-off {
+		return nil, fmt.Errorf("%s: range [%d, +%d) outside the object's %d bytes", key, off, n, fi.Size())
+	}
 	b := make([]byte, n)
 	if _, err := f.ReadAt(b, off); err != nil {
 		if errors.Is(err, io.EOF) {

@@ -165,6 +165,13 @@ func GroupDocument(ome OME, free json.RawMessage, provenance any) ([]byte, error
 			return nil, fmt.Errorf("group attributes: %w", err)
 		}
 	}
+	// The OME and provenance blocks would silently overwrite a free
+	// attribute of the same name: refuse it instead of dropping user data.
+	for _, k := range []string{"ome", "zspool"} {
+		if _, ok := attrs[k]; ok {
+			return nil, fmt.Errorf("group attributes: %q is reserved", k)
+		}
+	}
 	omeRaw, err := json.Marshal(ome)
 	if err != nil {
 		return nil, fmt.Errorf("group attributes.ome: %w", err)

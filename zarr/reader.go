@@ -230,6 +230,16 @@ func (a *Array) DecodeChunk(stored, dst []byte) ([]byte, error) {
 
 // ReadChunk returns chunk c decoded and padded; an absent chunk is fill (0).
 func (a *Array) ReadChunk(ctx context.Context, c []int64) ([]byte, error) {
+	// Outside the chunk grid, Slot and ShardOf would land on an existing
+	// shard's padding slot (silently reading fill) or index out of range.
+	if len(c) != a.Grid.Rank() {
+		return nil, fmt.Errorf("chunk %v: rank %d, array rank %d", c, len(c), a.Grid.Rank())
+	}
+	for d, v := range c {
+		if v < 0 || v >= a.Grid.Chunks(d) {
+			return nil, fmt.Errorf("chunk %v: dim %d outside the chunk grid [0, %d)", c, d, a.Grid.Chunks(d))
+		}
+	}
 	g := a.Grid.ShardOf(c, nil)
 	entries, _, err := a.ReadIndex(ctx, g)
 	if err != nil {
@@ -282,6 +292,9 @@ func (a *Array) Epochs() int64 { return a.Grid.Chunks(0) }
 // returns the filled part of dst.
 func (r *EpochReader) ReadEpoch(ctx context.Context, e int64, dst []byte) ([]byte, error) {
 	a := r.a
+	if e < 0 || e >= a.Epochs() {
+		return nil, fmt.Errorf("epoch %d outside [0, %d)", e, a.Epochs())
+	}
 	frames := min(a.Grid.Chunk[0], a.Grid.Shape[0]-e*a.Grid.Chunk[0])
 	need := frames * a.FrameBytes()
 	if int64(cap(dst)) < need {

@@ -52,6 +52,11 @@ func DecodeIndex(b []byte, slots int64, objectSize int64) ([]Entry, error) {
 	if got, want := crc32.Checksum(body, castagnoli), binary.LittleEndian.Uint32(b[len(b)-4:]); got != want {
 		return nil, fmt.Errorf("%w: computed %08x, stored %08x", ErrIndexChecksum, got, want)
 	}
+	if objectSize < IndexSize(slots) {
+		// Without this the data region's size wraps around to ~2^64 and
+		// every entry "fits".
+		return nil, fmt.Errorf("shard index: object of %d bytes is shorter than its %d-byte index", objectSize, IndexSize(slots))
+	}
 	dataEnd := uint64(objectSize - IndexSize(slots))
 	entries := make([]Entry, slots)
 	for i := range entries {

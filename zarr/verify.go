@@ -40,8 +40,13 @@ func Verify(ctx context.Context, ds *Dataset, raw io.ReaderAt, progress func(int
 					want = make([]byte, len(buf))
 				}
 				want = want[:len(buf)]
-				if _, err := raw.ReadAt(want, done); err != nil {
-					return rep, fmt.Errorf("raw file at byte %d: %w", done, err)
+				// io.ReaderAt may return io.EOF with a full read that ends
+				// at the end of the input: only a short read is an error.
+				if n, err := raw.ReadAt(want, done); n < len(want) {
+					if err == nil {
+						err = io.ErrUnexpectedEOF
+					}
+					return rep, fmt.Errorf("raw file at byte %d: %w", done+int64(n), err)
 				}
 				if !bytes.Equal(buf, want) {
 					i := firstDiff(buf, want)
