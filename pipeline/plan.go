@@ -31,8 +31,10 @@ type Options struct {
 	PartSize     int64 // S3 part size, for the 10,000-part limit; 0 = default
 	Workers      int   // compression workers; 0 = GOMAXPROCS
 	// ShardBuffer is what the sink holds per open shard (an S3 sink: its
-	// part buffers). It counts toward the working set.
+	// filling part), and SinkFixed what it holds whatever the plan (its
+	// parts in flight). Both count toward the working set.
 	ShardBuffer int64
+	SinkFixed   int64
 }
 
 func (o Options) withDefaults() Options {
@@ -246,6 +248,7 @@ func (p *Plan) estimate() WorkingSet {
 		w.Shards += ShardsPerLayer(l.Grid) * (p.Options.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
 	}
 	w.Chunks = int64(p.Options.Workers) * (maxChunk + encoderOverhead)
+	w.Shards += p.Options.SinkFixed
 	return w
 }
 

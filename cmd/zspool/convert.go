@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
 )
 
@@ -26,7 +24,7 @@ func (e *engineFlags) register(fs interface {
 }) {
 	fs.StringVar(&e.engine, "engine", "auto", "engine: auto, cpu (this build has no GPU engine)")
 	fs.StringVar(&e.memoryBudget, "memory-budget", "768MiB", "refuse plans whose working set exceeds this")
-	fs.StringVar(&e.partSize, "part-size", "16MiB", "S3 multipart part size (min 5MiB); bounds shard size to 10,000 parts")
+	fs.StringVar(&e.partSize, "part-size", "16MiB", "S3 multipart part size (min 5MiB); a shard must fit in 10,000 parts")
 	fs.IntVar(&e.workers, "workers", 0, "compression workers (0 = one per CPU)")
 }
 
@@ -50,23 +48,11 @@ func (e *engineFlags) options() (pipeline.Options, error) {
 	return o, nil
 }
 
-// destination opens where datasets go. Only local directories (a path or
-// file://path) exist in this build.
-func destination(spec string) (*localfs.Dir, error) {
-	switch {
-	case spec == "":
-		return nil, fmt.Errorf("--dest is required")
-	case strings.HasPrefix(spec, "file://"):
-		return localfs.New(strings.TrimPrefix(spec, "file://")), nil
-	case strings.Contains(spec, "://"):
-		return nil, fmt.Errorf("--dest %s: only local directories are supported by this build", spec)
-	}
-	return localfs.New(spec), nil
-}
-
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", "RAW_OR_MANIFEST --dest DIR [flags]", stderr)
-	dest := fs.String("dest", "", "destination directory (or file://DIR)")
+	destSpec := fs.String("dest", "", "destination: a directory, file://DIR or s3://bucket/prefix")
+	var sf s3Flags
+	sf.register(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	var ef engineFlags
@@ -87,11 +73,24 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	sink, err := destination(*dest)
-	if err != nil {
-		return &exitError{code: 2, err: err}
+	if *destSpec == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--dest is required")}
 	}
-	res, err := convertOne(ctx, log, fs.Arg(0), sink, opts, stderr, *quiet)
+	// The acquisition is checked before the destination is even probed:
+	// bad input must not depend on, or touch, the destination.
+	src, err := pipeline.OpenSource(pipeline.ManifestFor(fs.Arg(0)))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts); err != nil {
+		return fmt.Errorf("%s: %w", src.ManifestName, err)
+	}
+	sink, err := openDest(ctx, log, *destSpec, &sf, opts.PartSize)
+	if err != nil {
+		return err
+	}
+	res, err := convertSource(ctx, log, src, sink, opts, stderr, *quiet)
 	if err != nil {
 		return err
 	}
@@ -106,14 +105,10 @@ type convertResult struct {
 	name, where string
 }
 
-// convertOne validates everything about the acquisition before the
-// destination sees a single write, then converts it.
-func convertOne(ctx context.Context, log *zap.Logger, arg string, sink *localfs.Dir, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
-	src, err := pipeline.OpenSource(pipeline.ManifestFor(arg))
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
+// convertSource plans an opened acquisition against the destination's
+// memory needs and converts it.
+func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink dest, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
+	sinkMemory(sink, &opts)
 	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
@@ -137,7 +132,7 @@ func convertOne(ctx context.Context, log *zap.Logger, arg string, sink *localfs.
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
 	}
 	log.Debug("converted", zap.Duration("elapsed", time.Since(start)))
-	return &convertResult{Result: res, name: src.Manifest.Name, where: sink.Root() + "/" + plan.Root()}, nil
+	return &convertResult{Result: res, name: src.Manifest.Name, where: describe(sink, plan.Root())}, nil
 }
 
 func gib(n int64) string { return fmt.Sprintf("%.3f GiB", float64(n)/(1<<30)) }

@@ -38,7 +38,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "wrote a synthetic acquisition: %s + %s\n", raw, manifest)
 
 	sink := localfs.New(dest)
-	res, err := convertOne(ctx, log, manifest, sink, pipeline.Options{}, stderr, true)
+	src, err := pipeline.OpenSource(manifest)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	res, err := convertSource(ctx, log, src, sink, pipeline.Options{}, stderr, true)
 	if err != nil {
 		return err
 	}

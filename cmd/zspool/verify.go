@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/zspool/zspool/localfs"
+	"github.com/zspool/zspool/s3sink"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -16,6 +14,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("verify", "DATASET [--raw RAW]", stderr)
 	rawPath := fs.String("raw", "", "the acquisition's raw file: level 0 must equal it byte for byte")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	var sf s3Flags
+	sf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -24,9 +24,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: 2, err: errUsageShown}
 	}
 	log, _ := newLogger(stderr, "info")
-	dataset := strings.TrimSuffix(strings.TrimPrefix(fs.Arg(0), "file://"), "/")
-	store := localfs.New(filepath.Dir(dataset))
-	ds, err := zarr.Open(ctx, store, filepath.Base(dataset))
+	sf.conditional = "off" // verify only reads: no probe object is written
+	dataset := fs.Arg(0)
+	destSpec, root := splitDataset(dataset)
+	store, err := openDest(ctx, log, destSpec, &sf, s3sink.DefaultPartSize)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	ds, err := zarr.Open(ctx, store, root)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -40,7 +45,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer f.Close()
 		raw = f
 	}
-	bar := newProgress(stderr, log, "verifying "+filepath.Base(dataset), total, *quiet)
+	bar := newProgress(stderr, log, "verifying "+root, total, *quiet)
 	rep, err := zarr.Verify(ctx, ds, raw, bar.Set)
 	bar.Done()
 	if err != nil {

@@ -1,0 +1,206 @@
+package s3sink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/zarr"
+)
+
+// errNotStored says HeadObject found no object at the key.
+var errNotStored = errors.New("object not stored")
+
+// verify holds the stored object to its size and CRC64NVME. ETags are
+// never consulted: for multipart objects they are not content hashes.
+func (s *Sink) verify(ctx context.Context, key string, size int64, crc string) error {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: &s.bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		if httpStatus(err) == 404 {
+			return errNotStored
+		}
+		return fmt.Errorf("HeadObject: %w", err)
+	}
+	got, gotCRC := aws.ToInt64(out.ContentLength), aws.ToString(out.ChecksumCRC64NVME)
+	switch {
+	case gotCRC == "":
+		return fmt.Errorf("%w (size %d)", errNoChecksum, got)
+	case got != size || gotCRC != crc:
+		return fmt.Errorf("stored object differs: %d bytes crc64nvme %s, want %d bytes crc64nvme %s", got, gotCRC, size, crc)
+	}
+	return nil
+}
+
+// putVerified stores a small object in one PutObject and verifies it.
+func (s *Sink) putVerified(ctx context.Context, key string, data []byte, crc string) error {
+	in := &s3.PutObjectInput{
+		Bucket: &s.bucket, Key: &key,
+		Body:              bytes.NewReader(data),
+		ContentLength:     aws.Int64(int64(len(data))),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
+		ChecksumCRC64NVME: aws.String(crc),
+	}
+	if s.conditional {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		s.log.Debug("put was ambiguous or refused; settling by HeadObject", zap.String("key", key), zap.Error(err))
+	}
+	if verr := s.verify(ctx, key, int64(len(data)), crc); verr != nil {
+		if err == nil || !errors.Is(verr, errNotStored) {
+			err = verr
+		}
+		return fmt.Errorf("object %s: %w", key, err)
+	}
+	return nil
+}
+
+// Put stores a metadata document whole: a plain PutObject (no
+// If-None-Match, since documents are rewritten on reruns), verified.
+func (s *Sink) Put(ctx context.Context, rel string, data []byte) error {
+	key := s.key(rel)
+	crc := checksumHeader(crc64Of(s, data))
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.bucket, Key: &key,
+		Body:              bytes.NewReader(data),
+		ContentLength:     aws.Int64(int64(len(data))),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
+		ChecksumCRC64NVME: aws.String(crc),
+		ContentType:       aws.String("application/json"),
+	})
+	if verr := s.verify(ctx, key, int64(len(data)), crc); verr != nil {
+		if err == nil || !errors.Is(verr, errNotStored) {
+			err = verr
+		}
+		return fmt.Errorf("object %s: %w", key, err)
+	}
+	return nil
+}
+
+func crc64Of(s *Sink, data []byte) uint64 {
+	h := newHash(s)
+	h.Write(data)
+	return h.Sum64()
+}
+
+// Delete removes an object; S3 answers success for a missing key.
+func (s *Sink) Delete(ctx context.Context, rel string) error {
+	key := s.key(rel)
+	if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+		return fmt.Errorf("object %s: delete: %w", key, err)
+	}
+	return nil
+}
+
+// Get reads a whole object (zarr.Store).
+func (s *Sink) Get(ctx context.Context, rel string) ([]byte, error) {
+	return s.get(ctx, rel, nil)
+}
+
+// GetRange reads n bytes at off (zarr.Store).
+func (s *Sink) GetRange(ctx context.Context, rel string, off, n int64) ([]byte, error) {
+	if off < 0 || n <= 0 {
+		return nil, fmt.Errorf("%s: bad range [%d, +%d)", rel, off, n)
+	}
+	b, err := s.get(ctx, rel, aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)))
+	if err == nil && int64(len(b)) != n {
+		return nil, fmt.Errorf("%s: range [%d, +%d) returned %d bytes", rel, off, n, len(b))
+	}
+	return b, err
+}
+
+func (s *Sink) get(ctx context.Context, rel string, rng *string) ([]byte, error) {
+	key := s.key(rel)
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key, Range: rng})
+	if err != nil {
+		if httpStatus(err) == 404 {
+			return nil, fmt.Errorf("%s: %w", key, zarr.ErrNotFound)
+		}
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return b, nil
+}
+
+// Size is the object's length (zarr.Store).
+func (s *Sink) Size(ctx context.Context, rel string) (int64, error) {
+	key := s.key(rel)
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		if httpStatus(err) == 404 {
+			return 0, fmt.Errorf("%s: %w", key, zarr.ErrNotFound)
+		}
+		return 0, fmt.Errorf("%s: %w", key, err)
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}
+
+// List returns the destination-relative keys under rel, sorted.
+func (s *Sink) List(ctx context.Context, rel string) ([]string, error) {
+	prefix := s.key(rel)
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, strings.TrimPrefix(strings.TrimPrefix(aws.ToString(o.Key), s.prefix), "/"))
+		}
+	}
+	return keys, nil
+}
+
+// Upload is one multipart upload in progress.
+type Upload struct {
+	Key, ID string
+}
+
+// PendingUploads lists the multipart uploads under rel that were started
+// and neither completed nor aborted.
+func (s *Sink) PendingUploads(ctx context.Context, rel string) ([]Upload, error) {
+	prefix := s.key(rel)
+	var ups []Upload
+	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: &prefix}
+	for {
+		out, err := s.client.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list multipart uploads %s: %w", prefix, err)
+		}
+		for _, u := range out.Uploads {
+			ups = append(ups, Upload{Key: aws.ToString(u.Key), ID: aws.ToString(u.UploadId)})
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return ups, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
+// AbortUpload aborts one multipart upload; one already gone is fine.
+func (s *Sink) AbortUpload(ctx context.Context, key, id string) error {
+	_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &id})
+	if err != nil && (httpStatus(err) == 404 || errorCode(err) == "NoSuchUpload") {
+		return nil
+	}
+	return err
+}

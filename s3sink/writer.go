@@ -1,0 +1,241 @@
+package s3sink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc64"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/pipeline"
+)
+
+// abortTimeout bounds the clean-up of an upload that gave up.
+const abortTimeout = 30 * time.Second
+
+// shardWriter streams one object: bytes fill a part buffer; a full part
+// starts the multipart upload (first time) and leaves in the background
+// while the next one fills. The CRC64NVME of the whole object and of each
+// part are computed as the bytes arrive, so the shard is read once.
+type shardWriter struct {
+	s     *Sink
+	ctx   context.Context
+	key   string // full object key
+	buf   *[]byte
+	whole hash.Hash64
+	part  hash.Hash64
+	size  int64
+
+	uploadID string
+	next     int32 // next part number
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	done     []types.CompletedPart
+	err      error
+}
+
+// Create starts a shard object. Nothing is sent until a part is full.
+func (s *Sink) Create(ctx context.Context, rel string) (pipeline.ObjectWriter, error) {
+	w := &shardWriter{
+		s: s, ctx: ctx, key: s.key(rel),
+		whole: crc64.New(s.crcTable), part: crc64.New(s.crcTable),
+		next: 1,
+	}
+	w.buf = s.parts.Get().(*[]byte)
+	*w.buf = (*w.buf)[:0]
+	return w, nil
+}
+
+func (w *shardWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *shardWriter) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// Write copies p into part buffers, sending each as it fills. It blocks
+// while every upload slot of the sink is busy: that is the back-pressure
+// that keeps memory flat when the endpoint is slower than the engine.
+func (w *shardWriter) Write(p []byte) (int, error) {
+	if err := w.failed(); err != nil {
+		return 0, err
+	}
+	n := len(p)
+	w.whole.Write(p)
+	w.size += int64(n)
+	for len(p) > 0 {
+		b := *w.buf
+		k := copy(b[len(b):cap(b)], p)
+		w.part.Write(p[:k])
+		*w.buf = b[:len(b)+k]
+		p = p[k:]
+		if int64(len(*w.buf)) == w.s.cfg.PartSize {
+			if err := w.sendPart(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// sendPart hands the filled buffer to a background UploadPart and starts a
+// new one. The buffer stays in memory until the part is acknowledged, so
+// the SDK can resend it on every retry.
+func (w *shardWriter) sendPart() error {
+	if w.uploadID == "" {
+		out, err := w.s.client.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{
+			Bucket:            &w.s.bucket,
+			Key:               &w.key,
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
+			ChecksumType:      types.ChecksumTypeFullObject,
+		})
+		if err != nil {
+			err = fmt.Errorf("shard %s: starting multipart upload: %w", w.key, err)
+			w.fail(err)
+			return err
+		}
+		w.uploadID = aws.ToString(out.UploadId)
+		w.s.log.Debug("multipart upload started", zap.String("key", w.key), zap.String("upload_id", w.uploadID))
+		if w.s.OnUpload != nil {
+			w.s.OnUpload(w.key, w.uploadID)
+		}
+	}
+	select {
+	case w.s.sem <- struct{}{}:
+	case <-w.ctx.Done():
+		w.fail(w.ctx.Err())
+		return w.ctx.Err()
+	}
+	buf, num, sum := w.buf, w.next, checksumHeader(w.part.Sum64())
+	w.next++
+	w.part.Reset()
+	w.buf = w.s.parts.Get().(*[]byte)
+	*w.buf = (*w.buf)[:0]
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.s.sem }()
+		defer w.s.parts.Put(buf)
+		out, err := w.s.client.UploadPart(w.ctx, &s3.UploadPartInput{
+			Bucket:            &w.s.bucket,
+			Key:               &w.key,
+			UploadId:          &w.uploadID,
+			PartNumber:        aws.Int32(num),
+			Body:              bytes.NewReader(*buf),
+			ContentLength:     aws.Int64(int64(len(*buf))),
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
+			ChecksumCRC64NVME: aws.String(sum),
+		})
+		if err != nil {
+			w.fail(fmt.Errorf("shard %s: part %d (%d bytes): %w", w.key, num, len(*buf), err))
+			return
+		}
+		w.mu.Lock()
+		w.done = append(w.done, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumCRC64NVME: aws.String(sum)})
+		w.mu.Unlock()
+	}()
+	return nil
+}
+
+// Commit sends the tail (with the index) as the last part and completes
+// the upload — or, for a shard smaller than one part, puts it whole — and
+// then proves the object is stored: HeadObject must show its size and
+// CRC64NVME. On any failure the upload is aborted.
+func (w *shardWriter) Commit() error {
+	defer w.release()
+	want := checksumHeader(w.whole.Sum64())
+	if w.uploadID == "" {
+		return w.s.putVerified(w.ctx, w.key, *w.buf, want)
+	}
+	if len(*w.buf) > 0 {
+		if err := w.sendPart(); err != nil {
+			w.wg.Wait()
+			w.abort()
+			return err
+		}
+	}
+	w.wg.Wait()
+	if err := w.failed(); err != nil {
+		w.abort()
+		return err
+	}
+	parts := slices.Clone(w.done)
+	slices.SortFunc(parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket:            &w.s.bucket,
+		Key:               &w.key,
+		UploadId:          &w.uploadID,
+		MultipartUpload:   &types.CompletedMultipartUpload{Parts: parts},
+		ChecksumCRC64NVME: aws.String(want),
+		ChecksumType:      types.ChecksumTypeFullObject,
+		MpuObjectSize:     aws.Int64(w.size),
+	}
+	if w.s.conditional {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := w.s.client.CompleteMultipartUpload(w.ctx, in)
+	if err != nil {
+		// The outcome is ambiguous: the complete may have taken effect and
+		// lost its answer, a retry may have met the finished upload, or
+		// If-None-Match may have met an earlier identical write. The
+		// stored object settles it.
+		w.s.log.Debug("complete was ambiguous; settling by HeadObject", zap.String("key", w.key), zap.Error(err))
+	}
+	if verr := w.s.verify(w.ctx, w.key, w.size, want); verr != nil {
+		if err == nil {
+			err = verr
+		} else if !errors.Is(verr, errNotStored) {
+			err = verr
+		}
+		w.abort()
+		return fmt.Errorf("shard %s: completing %d parts: %w", w.key, len(parts), err)
+	}
+	if w.s.OnUploadDone != nil {
+		w.s.OnUploadDone(w.key, w.uploadID)
+	}
+	return nil
+}
+
+// Abort gives up: parts already sent are discarded by the server.
+func (w *shardWriter) Abort() error {
+	w.fail(errors.New("aborted"))
+	w.wg.Wait()
+	w.abort()
+	w.release()
+	return nil
+}
+
+func (w *shardWriter) abort() {
+	if w.uploadID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), abortTimeout)
+	defer cancel()
+	if err := w.s.AbortUpload(ctx, w.key, w.uploadID); err != nil {
+		w.s.log.Warn("abort multipart upload failed; it stays until aborted", zap.String("key", w.key), zap.String("upload_id", w.uploadID), zap.Error(err))
+	}
+	w.uploadID = ""
+}
+
+func (w *shardWriter) release() {
+	if w.buf != nil {
+		w.s.parts.Put(w.buf)
+		w.buf = nil
+	}
+}
