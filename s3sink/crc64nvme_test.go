@@ -17,3 +17,19 @@ func TestChecksumHeaderIsBase64OfTheBigEndianBytes(t *testing.T) {
 		t.Fatalf("header = %q", got)
 	}
 }
+
+func TestCRC64CombineEqualsTheCRCOfTheConcatenation(t *testing.T) {
+	tab := newCRC64Table()
+	data := make([]byte, 3<<20+17)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	whole := crc64.Checksum(data, tab)
+	for _, cut := range []int{0, 1, 8, 4096, 1 << 20, 3<<20 + 16, len(data)} {
+		a, b := data[:cut], data[cut:]
+		got := crc64Combine(crc64.Checksum(a, tab), crc64.Checksum(b, tab), int64(len(b)))
+		if got != whole {
+			t.Errorf("cut at %d: combined %#x, want %#x", cut, got, whole)
+		}
+	}
+}

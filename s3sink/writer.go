@@ -24,15 +24,15 @@ const abortTimeout = 30 * time.Second
 
 // shardWriter streams one object: bytes fill a part buffer; a full part
 // starts the multipart upload (first time) and leaves in the background
-// while the next one fills. The CRC64NVME of the whole object and of each
-// part are computed as the bytes arrive, so the shard is read once.
+// while the next one fills. Each part's CRC64NVME is computed as its bytes
+// arrive and folded into the whole-object CRC, so every byte is hashed once.
 type shardWriter struct {
 	s     *Sink
 	ctx   context.Context
 	key   string // full object key
 	buf   *[]byte
-	whole hash.Hash64
-	part  hash.Hash64
+	whole uint64      // CRC64NVME of the parts already sent
+	part  hash.Hash64 // CRC64NVME of the filling part
 	size  int64
 
 	uploadID string
@@ -47,7 +47,7 @@ type shardWriter struct {
 func (s *Sink) Create(ctx context.Context, rel string) (pipeline.ObjectWriter, error) {
 	w := &shardWriter{
 		s: s, ctx: ctx, key: s.key(rel),
-		whole: crc64.New(s.crcTable), part: crc64.New(s.crcTable),
+		part: crc64.New(s.crcTable),
 		next: 1,
 	}
 	w.buf = s.parts.Get().(*[]byte)
@@ -77,7 +77,6 @@ func (w *shardWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	n := len(p)
-	w.whole.Write(p)
 	w.size += int64(n)
 	for len(p) > 0 {
 		b := *w.buf
@@ -122,7 +121,9 @@ func (w *shardWriter) sendPart() error {
 		w.fail(w.ctx.Err())
 		return w.ctx.Err()
 	}
-	buf, num, sum := w.buf, w.next, checksumHeader(w.part.Sum64())
+	partCRC := w.part.Sum64()
+	buf, num, sum := w.buf, w.next, checksumHeader(partCRC)
+	w.whole = crc64Combine(w.whole, partCRC, int64(len(*buf)))
 	w.next++
 	w.part.Reset()
 	w.buf = w.s.parts.Get().(*[]byte)
@@ -159,7 +160,7 @@ func (w *shardWriter) sendPart() error {
 // CRC64NVME. On any failure the upload is aborted.
 func (w *shardWriter) Commit() error {
 	defer w.release()
-	want := checksumHeader(w.whole.Sum64())
+	want := checksumHeader(crc64Combine(w.whole, w.part.Sum64(), int64(len(*w.buf))))
 	if w.uploadID == "" {
 		return w.s.putVerified(w.ctx, w.key, *w.buf, want)
 	}
