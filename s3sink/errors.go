@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -40,6 +41,9 @@ func explain(err error, bucket, endpoint string) error {
 	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("endpoint %s is unreachable: %v", endpoint, ne)
 	}
+	if strings.Contains(err.Error(), "get credentials") {
+		return fmt.Errorf("no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, or a credentials file (%v)", credCause(err))
+	}
 	switch code, status := errorCode(err), httpStatus(err); {
 	case status == 404 || code == "NoSuchBucket" || code == "NotFound":
 		return fmt.Errorf("bucket %q does not exist at %s", bucket, endpoint)
@@ -53,4 +57,14 @@ func explain(err error, bucket, endpoint string) error {
 		return fmt.Errorf("bucket %q is in another region: set region", bucket)
 	}
 	return err
+}
+
+// credCause keeps the SDK's last words on the credential chain, which name
+// the providers tried but never a secret.
+func credCause(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "get credentials: "); i >= 0 {
+		return msg[i+len("get credentials: "):]
+	}
+	return msg
 }
