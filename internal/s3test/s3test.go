@@ -99,6 +99,10 @@ var minioSpec = serverSpec{
 		if err != nil {
 			return nil, nil, err
 		}
+		// Besides --address, MinIO always listens on every loopback address
+		// (127.0.0.1 and [::1]) at the same port, for its console; a port
+		// taken on [::1] only makes it exit with "port is already in use",
+		// which start retries.
 		args := []string{"server", s.DataDir,
 			"--address", addr,
 			"--console-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(consolePort)),
@@ -120,37 +124,43 @@ var minioSpec = serverSpec{
 	},
 }
 
-var versityGWSpec = serverSpec{
-	name: "versitygw", version: VersityGWVersion, binary: "versitygw",
-	healthPath:   "/health", // enabled by --health below
-	accessKeyLen: 20, secretKeyLen: 40,
-	command: func(t testing.TB, s *Server, base, addr string) ([]string, []string, error) {
-		args := []string{
-			"--access", s.AccessKey,
-			"--secret", s.SecretKey,
-			"--region", Region,
-			"--port", addr,
-			"--health", "/health",
-			"posix",
-		}
-		// The posix backend keeps object metadata (ETag, content type,
-		// checksums, user metadata) in user.* xattrs; where the filesystem
-		// lacks them, keep it in a sidecar directory instead.
-		ok, err := userXattrSupported(s.DataDir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("probing xattr support in %s: %v", s.DataDir, err)
-		}
-		if !ok {
-			sidecar := filepath.Join(base, "sidecar")
-			if err := os.Mkdir(sidecar, 0o755); err != nil {
-				return nil, nil, err
+// versityGWSpec is versitygw's spec; forceSidecar stores metadata in a
+// sidecar directory even where xattrs work (so tests can cover that path).
+func versityGWSpec(forceSidecar bool) serverSpec {
+	return serverSpec{
+		name: "versitygw", version: VersityGWVersion, binary: "versitygw",
+		healthPath:   "/health", // enabled by --health below
+		accessKeyLen: 20, secretKeyLen: 40,
+		command: func(t testing.TB, s *Server, base, addr string) ([]string, []string, error) {
+			args := []string{
+				"--access", s.AccessKey,
+				"--secret", s.SecretKey,
+				"--region", Region,
+				"--port", addr,
+				"--health", "/health",
+				"posix",
 			}
-			t.Logf("s3test: %s lacks user xattrs; versitygw keeps metadata in --sidecar %s", s.DataDir, sidecar)
-			args = append(args, "--sidecar", sidecar)
-		}
-		args = append(args, s.DataDir)
-		return args, nil, nil
-	},
+			// The posix backend keeps object metadata (ETag, content type,
+			// checksums, user metadata) in user.* xattrs; where the filesystem
+			// lacks them, keep it in a sidecar directory instead.
+			ok, err := userXattrSupported(s.DataDir)
+			if err != nil {
+				return nil, nil, fmt.Errorf("probing xattr support in %s: %v", s.DataDir, err)
+			}
+			if !ok || forceSidecar {
+				sidecar := filepath.Join(base, "sidecar")
+				if err := os.Mkdir(sidecar, 0o755); err != nil {
+					return nil, nil, err
+				}
+				if !ok {
+					t.Logf("s3test: %s lacks user xattrs; versitygw keeps metadata in --sidecar %s", s.DataDir, sidecar)
+				}
+				args = append(args, "--sidecar", sidecar)
+			}
+			args = append(args, s.DataDir)
+			return args, nil, nil
+		},
+	}
 }
 
 // StartMinIO starts the pinned MinIO in single-drive mode and returns it
@@ -165,7 +175,7 @@ func StartMinIO(t testing.TB) *Server {
 // ends.
 func StartVersityGW(t testing.TB) *Server {
 	t.Helper()
-	return start(t, versityGWSpec)
+	return start(t, versityGWSpec(false))
 }
 
 // ToolsDir is where the server binaries are looked up:

@@ -7,9 +7,11 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -39,49 +41,81 @@ func TestServer(t *testing.T) {
 				t.Fatalf("server = %+v", s)
 			}
 
-			if got := listBuckets(t, s); len(got) != 0 {
-				t.Fatalf("fresh server lists buckets %q", got)
-			}
-			s.CreateBucket(t, "zspool-test")
-
-			body := []byte("hello, zspool\n")
-			put := s.Request(t, "PUT", "/zspool-test/dir/hello world.txt",
-				http.Header{"Content-Type": {"text/plain"}, "X-Amz-Meta-Origin": {"s3test"}}, body)
-			if put.Status != 200 {
-				t.Fatalf("PutObject: %s", put)
-			}
-			md5sum := md5.Sum(body)
-			wantETag := `"` + hex.EncodeToString(md5sum[:]) + `"`
-			if got := put.Header.Get("ETag"); got != wantETag {
-				t.Errorf("PutObject ETag = %s, want %s", got, wantETag)
-			}
-
-			get := s.Request(t, "GET", "/zspool-test/dir/hello%20world.txt", nil, nil)
-			if get.Status != 200 || !bytes.Equal(get.Body, body) {
-				t.Fatalf("GetObject: %s", get)
-			}
-			if got := get.Header.Get("Content-Type"); got != "text/plain" {
-				t.Errorf("GetObject Content-Type = %q", got)
-			}
-			if got := get.Header.Get("X-Amz-Meta-Origin"); got != "s3test" {
-				t.Errorf("GetObject x-amz-meta-origin = %q (object metadata lost?)", got)
-			}
-			if got := get.Header.Get("ETag"); got != wantETag {
-				t.Errorf("GetObject ETag = %s, want %s", got, wantETag)
-			}
-
-			if got := listObjects(t, s, "zspool-test"); !slices.Equal(got, []string{"dir/hello world.txt"}) {
-				t.Errorf("ListObjectsV2 = %q, want just the object written", got)
-			}
-			if got := listBuckets(t, s); !slices.Equal(got, []string{"zspool-test"}) {
-				t.Errorf("ListBuckets = %q, want [zspool-test]", got)
-			}
+			roundTrip(t, s)
 
 			pid, endpoint := s.Pid(), s.Endpoint
 			s.Stop()
 			assertStopped(t, s, pid, endpoint)
 			s.Stop() // idempotent
 		})
+	}
+}
+
+// TestVersityGWSidecar covers the metadata store used where the temp
+// directory lacks user xattrs (tmpfs before Linux 6.6, some overlays).
+func TestVersityGWSidecar(t *testing.T) {
+	s := start(t, versityGWSpec(true))
+	roundTrip(t, s)
+	r := s.Request(t, "HEAD", "/zspool-test/dir/hello%20world.txt", http.Header{"x-amz-checksum-mode": {"ENABLED"}}, nil)
+	if r.Header.Get("x-amz-checksum-crc64nvme") == "" {
+		t.Errorf("no checksum kept with --sidecar: %v", r.Header)
+	}
+	i := slices.Index(s.args, "--sidecar")
+	if i < 0 {
+		t.Fatalf("started without --sidecar: %q", s.args)
+	}
+	var files int
+	filepath.WalkDir(s.args[i+1], func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	if files == 0 {
+		t.Errorf("sidecar directory %s is empty: metadata went elsewhere", s.args[i+1])
+	}
+}
+
+// roundTrip creates a bucket, writes an object with metadata, reads it back
+// and checks that listings show nothing else.
+func roundTrip(t *testing.T, s *Server) {
+	t.Helper()
+	if got := listBuckets(t, s); len(got) != 0 {
+		t.Fatalf("fresh server lists buckets %q", got)
+	}
+	s.CreateBucket(t, "zspool-test")
+
+	body := []byte("hello, zspool\n")
+	put := s.Request(t, "PUT", "/zspool-test/dir/hello world.txt",
+		http.Header{"Content-Type": {"text/plain"}, "X-Amz-Meta-Origin": {"s3test"}}, body)
+	if put.Status != 200 {
+		t.Fatalf("PutObject: %s", put)
+	}
+	md5sum := md5.Sum(body)
+	wantETag := `"` + hex.EncodeToString(md5sum[:]) + `"`
+	if got := put.Header.Get("ETag"); got != wantETag {
+		t.Errorf("PutObject ETag = %s, want %s", got, wantETag)
+	}
+
+	get := s.Request(t, "GET", "/zspool-test/dir/hello%20world.txt", nil, nil)
+	if get.Status != 200 || !bytes.Equal(get.Body, body) {
+		t.Fatalf("GetObject: %s", get)
+	}
+	if got := get.Header.Get("Content-Type"); got != "text/plain" {
+		t.Errorf("GetObject Content-Type = %q", got)
+	}
+	if got := get.Header.Get("X-Amz-Meta-Origin"); got != "s3test" {
+		t.Errorf("GetObject x-amz-meta-origin = %q (object metadata lost?)", got)
+	}
+	if got := get.Header.Get("ETag"); got != wantETag {
+		t.Errorf("GetObject ETag = %s, want %s", got, wantETag)
+	}
+
+	if got := listObjects(t, s, "zspool-test"); !slices.Equal(got, []string{"dir/hello world.txt"}) {
+		t.Errorf("ListObjectsV2 = %q, want just the object written", got)
+	}
+	if got := listBuckets(t, s); !slices.Equal(got, []string{"zspool-test"}) {
+		t.Errorf("ListBuckets = %q, want [zspool-test]", got)
 	}
 }
 
