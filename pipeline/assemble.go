@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/zspool/zspool/zarr"
@@ -117,17 +119,40 @@ func (a *Assembler) open(ctx context.Context, ls *levelShards, layer int64) erro
 	})
 }
 
+// commitConcurrency bounds the shards of a layer committed at once: an S3
+// commit is a Complete and a HeadObject round trip, and doing a layer's one
+// after another leaves the link idle between them.
+const commitConcurrency = 8
+
 func (a *Assembler) finish(ctx context.Context, ls *levelShards) error {
 	for _, sh := range ls.shards {
 		index := zarr.AppendIndex(nil, sh.entries)
 		if _, err := sh.w.Write(index); err != nil {
 			return fmt.Errorf("shard %s: index: %w", sh.key, err)
 		}
-		if err := sh.w.Commit(); err != nil {
-			return fmt.Errorf("shard %s: %w", sh.key, err)
-		}
-		a.written += int64(sh.off) + int64(len(index))
-		sh.w = nil
+		sh.off += uint64(len(index))
+	}
+	sem := make(chan struct{}, commitConcurrency)
+	errs := make([]error, len(ls.shards))
+	var wg sync.WaitGroup
+	for i, sh := range ls.shards {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := sh.w.Commit(); err != nil {
+				errs[i] = fmt.Errorf("shard %s: %w", sh.key, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, sh := range ls.shards {
+		sh.w = nil // committed or, on failure, aborted by its own Commit
+		a.written += int64(sh.off)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	layer := ls.layer
 	ls.layer = -1

@@ -178,7 +178,10 @@ type Upload struct {
 // PendingUploads lists the multipart uploads under rel that were started
 // and neither completed nor aborted.
 func (s *Sink) PendingUploads(ctx context.Context, rel string) ([]Upload, error) {
-	prefix := s.key(rel)
+	return s.pendingUploads(ctx, s.key(rel))
+}
+
+func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]Upload, error) {
 	var ups []Upload
 	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: &prefix}
 	for {

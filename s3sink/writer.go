@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"go.uber.org/zap"
@@ -36,11 +37,14 @@ type shardWriter struct {
 	size  int64
 
 	uploadID string
-	next     int32 // next part number
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	done     []types.CompletedPart
-	err      error
+	// orphans is set when CreateMultipartUpload needed a retry: an earlier
+	// attempt may have created an upload whose id never reached us.
+	orphans bool
+	next    int32 // next part number
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	done    []types.CompletedPart
+	err     error
 }
 
 // Create starts a shard object. Nothing is sent until a part is full.
@@ -110,6 +114,9 @@ func (w *shardWriter) sendPart() error {
 			return err
 		}
 		w.uploadID = aws.ToString(out.UploadId)
+		if r, ok := retry.GetAttemptResults(out.ResultMetadata); ok && len(r.Results) > 1 {
+			w.orphans = true
+		}
 		w.s.log.Debug("multipart upload started", zap.String("key", w.key), zap.String("upload_id", w.uploadID))
 		if w.s.OnUpload != nil {
 			w.s.OnUpload(w.key, w.uploadID)
@@ -210,7 +217,31 @@ func (w *shardWriter) Commit() error {
 	if w.s.OnUploadDone != nil {
 		w.s.OnUploadDone(w.key, w.uploadID)
 	}
+	w.sweepOrphans()
 	return nil
+}
+
+// sweepOrphans aborts every other pending upload of this key after a
+// retried CreateMultipartUpload: nothing else writes this key while this
+// writer does, so any other upload is a lost first attempt.
+func (w *shardWriter) sweepOrphans() {
+	if !w.orphans {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), abortTimeout)
+	defer cancel()
+	ups, err := w.s.pendingUploads(ctx, w.key)
+	if err != nil {
+		w.s.log.Warn("listing orphaned uploads failed", zap.String("key", w.key), zap.Error(err))
+		return
+	}
+	for _, u := range ups {
+		if u.Key == w.key && u.ID != w.uploadID {
+			if err := w.s.AbortUpload(ctx, u.Key, u.ID); err != nil {
+				w.s.log.Warn("abort of an orphaned upload failed", zap.String("key", u.Key), zap.String("upload_id", u.ID), zap.Error(err))
+			}
+		}
+	}
 }
 
 // Abort gives up: parts already sent are discarded by the server.
@@ -226,6 +257,7 @@ func (w *shardWriter) abort() {
 	if w.uploadID == "" {
 		return
 	}
+	defer w.sweepOrphans()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), abortTimeout)
 	defer cancel()
 	if err := w.s.AbortUpload(ctx, w.key, w.uploadID); err != nil {

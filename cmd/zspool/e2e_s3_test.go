@@ -300,3 +300,33 @@ func TestStartupFailuresGiveOneClearErrorWithoutSecrets(t *testing.T) {
 }
 
 func errNotFoundS3() error { return zarr.ErrNotFound }
+
+func TestARetriedCreateMultipartUploadLeavesNoOrphanedUpload(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *backend) {
+		// Half the creates take effect on the server but lose their answer,
+		// so the SDK's retry opens a second upload for the same key.
+		proxy, err := faultproxy.New(b.srv.Endpoint, 3, faultproxy.Rule{Op: "CreateMultipartUpload", Fraction: 0.5, Faults: []faultproxy.Fault{faultproxy.DropCompleteResponse}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		spool := t.TempDir()
+		a := newAcquisition("orphans", "uint16", []dimSpec{{8, 1, 8}, {2048, 256, 4}, {2048, 256, 4}})
+		a.randomRaw(11, 8*2048*2048)
+		mp := a.write(t, spool)
+		args := append([]string{"convert", mp, "--dest", "s3://" + testBucket + "/orphans", "--part-size", "5MiB"}, b.flags(proxy.URL())...)
+		if _, stderr, err := zspool(t, args...); err != nil {
+			t.Fatalf("convert: %v\n%s", err, stderr)
+		}
+		if n := proxy.Stats()["CreateMultipartUpload"].Faulted[faultproxy.DropCompleteResponse]; n == 0 {
+			t.Fatal("no create lost its answer: the test proved nothing")
+		}
+		ups, err := b.sink(t, "").PendingUploads(context.Background(), "orphans")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ups) != 0 {
+			t.Fatalf("%d orphaned uploads left: %v", len(ups), ups)
+		}
+	})
+}
