@@ -23,6 +23,10 @@ const (
 	// encoderOverhead is what one pooled zstd encoder holds besides its
 	// output (history and tables of the fastest levels), measured loosely.
 	encoderOverhead = 4 << 20
+	// runtimeOverhead is the process beside its buffers: Go runtime and
+	// stacks, SDK clients, HTTP buffers, the garbage between collections
+	// (the CLI sets the working set as the GC's soft limit).
+	runtimeOverhead = 32 << 20
 )
 
 // Options are the run-time knobs that shape a plan.
@@ -75,15 +79,16 @@ type WorkingSet struct {
 	Staging    int64 // raw epoch buffers (double-buffered)
 	Chunks     int64 // scatter buffers and encoder state
 	Compressed int64 // one epoch of compressed chunks per level
-	Shards     int64 // open shards × the sink's per-shard buffer
+	Shards     int64 // open shards × the sink's per-shard buffer, and its parts in flight
+	Runtime    int64 // the process beside its buffers
 }
 
 // Total is the sum of all parts.
-func (w WorkingSet) Total() int64 { return w.Staging + w.Chunks + w.Compressed + w.Shards }
+func (w WorkingSet) Total() int64 { return w.Staging + w.Chunks + w.Compressed + w.Shards + w.Runtime }
 
 func (w WorkingSet) String() string {
-	return fmt.Sprintf("%s (staging %s, chunk buffers %s, compressed %s, open shards %s)",
-		FormatBytes(w.Total()), FormatBytes(w.Staging), FormatBytes(w.Chunks), FormatBytes(w.Compressed), FormatBytes(w.Shards))
+	return fmt.Sprintf("%s (staging %s, chunk buffers %s, compressed %s, sink %s, runtime %s)",
+		FormatBytes(w.Total()), FormatBytes(w.Staging), FormatBytes(w.Chunks), FormatBytes(w.Compressed), FormatBytes(w.Shards), FormatBytes(w.Runtime))
 }
 
 // NewPlan checks a parsed manifest against the raw file's size and the
@@ -238,7 +243,7 @@ func ShardsPerLayer(g zarr.Grid) int64 {
 }
 
 func (p *Plan) estimate() WorkingSet {
-	w := WorkingSet{Staging: 2 * p.EpochBytes()}
+	w := WorkingSet{Staging: 2 * p.EpochBytes(), Runtime: runtimeOverhead}
 	maxChunk := int64(0)
 	for _, l := range p.Levels {
 		cb := p.ChunkBytes(l)

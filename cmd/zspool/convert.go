@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap"
@@ -113,6 +114,10 @@ func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, s
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
 	}
+	// The buffers are long-lived, so the GC's default target (twice the
+	// live heap) would let garbage double the footprint; the working set is
+	// the limit the plan was checked against.
+	debug.SetMemoryLimit(plan.WorkingSet.Total())
 	eng, err := pipeline.NewCPU(plan)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
