@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -98,13 +99,17 @@ func newClient(ctx context.Context, cfg Config) (*s3.Client, error) {
 		awsconfig.WithLogger(logging.Nop{}),
 		awsconfig.WithClientLogMode(0),
 		awsconfig.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
+			std := retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = cfg.MaxAttempts
 				o.MaxBackoff = cfg.MaxBackoff
 				// The default token bucket stops retrying after a burst of
 				// failures; a flaky endpoint must slow us down, not fail us.
 				o.RateLimiter = ratelimit.None
 			})
+			if cfg.OnRetry == nil {
+				return std
+			}
+			return countingRetryer{std, cfg.OnRetry}
 		}),
 	}
 	if cfg.Profile != "" {
@@ -213,3 +218,15 @@ func (s *Sink) FixedMemory() int64 { return int64(s.cfg.PartsInFlight) * s.cfg.P
 var errNoChecksum = errors.New("HeadObject returned no CRC64NVME")
 
 func newHash(s *Sink) hash.Hash64 { return crc64.New(s.crcTable) }
+
+// countingRetryer reports each retry: RetryDelay is asked once per retried
+// attempt.
+type countingRetryer struct {
+	aws.RetryerV2
+	onRetry func()
+}
+
+func (r countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	r.onRetry()
+	return r.RetryerV2.RetryDelay(attempt, err)
+}

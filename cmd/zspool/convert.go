@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/pipeline"
 )
 
@@ -108,8 +109,8 @@ type convertResult struct {
 
 // convertSource plans an opened acquisition against the destination's
 // memory needs and converts it.
-func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink dest, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
-	sinkMemory(sink, &opts)
+func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
+	destination.PlanMemory(sink, &opts)
 	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
@@ -137,7 +138,7 @@ func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, s
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
 	}
 	log.Debug("converted", zap.Duration("elapsed", time.Since(start)))
-	return &convertResult{Result: res, name: src.Manifest.Name, where: describe(sink, plan.Root())}, nil
+	return &convertResult{Result: res, name: src.Manifest.Name, where: destination.Describe(sink, plan.Root())}, nil
 }
 
 func gib(n int64) string { return fmt.Sprintf("%.3f GiB", float64(n)/(1<<30)) }

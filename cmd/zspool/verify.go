@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/s3sink"
 	"github.com/zspool/zspool/zarr"
 )
@@ -26,7 +27,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log, _ := newLogger(stderr, "info")
 	sf.conditional = "off" // verify only reads: no probe object is written
 	dataset := fs.Arg(0)
-	destSpec, root := splitDataset(dataset)
+	destSpec, root := destination.SplitDataset(dataset)
 	store, err := openDest(ctx, log, destSpec, &sf, s3sink.DefaultPartSize)
 	if err != nil {
 		return &exitError{code: 1, err: err}
