@@ -1,0 +1,341 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/s3sink"
+)
+
+// Options configure a daemon; the CLI fills them from the config file.
+type Options struct {
+	SpoolDir        string
+	StateDir        string
+	FailedDir       string
+	Release         string // archive or delete
+	ArchiveDir      string
+	Dest            destination.Spec
+	ConcurrentJobs  int
+	MemoryBudget    int64 // shared by the concurrent jobs
+	Settle          time.Duration
+	RescanInterval  time.Duration
+	ShutdownTimeout time.Duration
+	JobBackoff      time.Duration
+	JobMaxBackoff   time.Duration
+	MetricsListen   string // host:port, or "" for none
+	Version         string
+}
+
+// Daemon is the running service.
+type Daemon struct {
+	opt     Options
+	log     *zap.Logger
+	dest    destination.Dest
+	s3      *s3sink.Sink // nil for a local destination
+	journal *Journal
+	m       *metrics
+	notify  *notifier
+	jobsDir string
+
+	mu      sync.Mutex
+	queue   []item             // ready, not started
+	active  map[string]bool    // queued or running, by job id
+	names   map[string]string  // dataset name → job id, while running
+	waiting map[string]pending // manifests whose raw file is not the right size yet
+	wake    chan struct{}
+
+	ready    atomic.Bool
+	lastTick atomic.Int64
+	stopping atomic.Bool // finish the current shard layer, then stop
+	metrics  net.Addr
+}
+
+// item is one unit of work for a worker.
+type item struct {
+	id        string
+	manifest  string
+	data      string
+	name      string
+	recovered bool // already claimed: the journal has it
+}
+
+// New checks the directories, opens the journal and the destination (an
+// S3 one is probed now: a wrong bucket or key fails the start, not a job).
+func New(ctx context.Context, log *zap.Logger, opt Options) (*Daemon, error) {
+	if opt.FailedDir == "" {
+		opt.FailedDir = filepath.Join(opt.StateDir, "failed")
+	}
+	if opt.ArchiveDir == "" {
+		opt.ArchiveDir = filepath.Join(opt.StateDir, "archive")
+	}
+	opt.ConcurrentJobs = max(1, opt.ConcurrentJobs)
+	d := &Daemon{opt: opt, log: log, m: newMetrics(), notify: newNotifier(log),
+		jobsDir: filepath.Join(opt.StateDir, "jobs"),
+		active:  map[string]bool{}, names: map[string]string{}, waiting: map[string]pending{},
+		wake: make(chan struct{}, 1)}
+	if fi, err := os.Stat(opt.SpoolDir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("spool_dir %s: not a directory (%v)", opt.SpoolDir, err)
+	}
+	for _, dir := range []string{opt.StateDir, d.jobsDir, opt.FailedDir, opt.ArchiveDir} {
+		if opt.Release != "archive" && dir == opt.ArchiveDir {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+	}
+	if err := sameFilesystem(opt.SpoolDir, d.jobsDir); err != nil {
+		return nil, err
+	}
+	j, err := OpenJournal(filepath.Join(opt.StateDir, "journal.db"))
+	if err != nil {
+		return nil, err
+	}
+	d.journal = j
+	opt.Dest.OnRetry = func() { d.m.retries.Inc() }
+	dest, err := destination.Open(ctx, log, opt.Dest)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	d.dest = dest
+	if s, ok := dest.(*s3sink.Sink); ok {
+		d.s3 = s
+		// Every multipart upload is in the journal while it is open, so
+		// a crash's leftovers can be aborted on the next start.
+		s.OnUpload = func(key, id string) {
+			if err := d.journal.AddUpload(key, Upload{Job: d.jobOfKey(key), ID: id}); err != nil {
+				log.Error("journal: recording an upload", zap.String("key", key), zap.Error(err))
+			}
+		}
+		s.OnUploadDone = func(key, _ string) { _ = d.journal.DoneUpload(key) }
+	}
+	return d, nil
+}
+
+// jobOfKey finds the running job that writes an object key: keys hold the
+// dataset root `<name>.ome.zarr/`.
+func (d *Daemon) jobOfKey(key string) string {
+	for _, part := range strings.Split(key, "/") {
+		if name, ok := strings.CutSuffix(part, ".ome.zarr"); ok {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return d.names[name]
+		}
+	}
+	return ""
+}
+
+// MetricsAddr is where /metrics listens (after Run has started it).
+func (d *Daemon) MetricsAddr() net.Addr { return d.metrics }
+
+// Run serves until ctx ends, then stops intake, lets running jobs finish
+// their current shard layer (up to ShutdownTimeout), records progress and
+// returns nil.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.journal.Close()
+	d.lastTick.Store(time.Now().UnixNano())
+	if d.opt.MetricsListen != "" {
+		addr, err := d.m.serve(ctx, d.log, d.opt.MetricsListen, d.healthy, d.ready.Load)
+		if err != nil {
+			return err
+		}
+		d.metrics = addr
+	}
+	if err := d.recover(ctx); err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	// The watch goes in before the first scan, so a file that lands
+	// between the two is seen by one of them.
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", d.opt.SpoolDir, err)
+	}
+	defer w.Close()
+	if err := w.Add(d.opt.SpoolDir); err != nil {
+		return fmt.Errorf("watch %s: %w", d.opt.SpoolDir, err)
+	}
+	d.scan()
+
+	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+	var wg sync.WaitGroup
+	for range d.opt.ConcurrentJobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.worker(ctx, jobCtx)
+		}()
+	}
+	d.ready.Store(true)
+	d.notify.Ready()
+	d.log.Info("zspool running", zap.String("spool", d.opt.SpoolDir), zap.String("state", d.opt.StateDir),
+		zap.Int("concurrent_jobs", d.opt.ConcurrentJobs), zap.String("version", d.opt.Version))
+
+	d.loop(ctx, w)
+
+	d.notify.Stopping()
+	d.stopping.Store(true)
+	d.kick()
+	d.log.Info("stopping: running jobs finish their shard layer", zap.Duration("deadline", d.opt.ShutdownTimeout))
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d.opt.ShutdownTimeout):
+		d.log.Warn("shutdown deadline passed: cancelling running jobs; they resume from the journal")
+		cancelJobs()
+		<-done
+	}
+	d.log.Info("stopped")
+	return nil
+}
+
+// loop reacts to spool events, rescans, pings the watchdog and retires
+// waiting manifests, until ctx ends.
+func (d *Daemon) loop(ctx context.Context, w *fsnotify.Watcher) {
+	rescan := time.NewTicker(d.opt.RescanInterval)
+	defer rescan.Stop()
+	dog := time.NewTicker(d.notify.WatchdogEvery())
+	defer dog.Stop()
+	// Events come in bursts (a raw file written in pieces): coalesce them
+	// into one scan shortly after the burst.
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	settle := time.NewTicker(max(d.opt.Settle/4, 100*time.Millisecond))
+	defer settle.Stop()
+	for {
+		d.lastTick.Store(time.Now().UnixNano())
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if !ignored(filepath.Base(ev.Name)) {
+				debounce.Reset(100 * time.Millisecond)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				d.log.Warn("spool events overflowed: rescanning")
+			} else {
+				d.log.Warn("spool watch error: rescanning", zap.Error(err))
+			}
+			d.scan()
+		case <-debounce.C:
+			d.scan()
+		case <-rescan.C:
+			d.scan()
+		case <-settle.C:
+			if d.waitingCount() > 0 {
+				d.scan()
+			}
+		case <-dog.C:
+			d.notify.Watchdog()
+		}
+	}
+}
+
+func (d *Daemon) healthy() bool {
+	// The loop ticks at least every watchdog interval (≤ 1 min).
+	return time.Since(time.Unix(0, d.lastTick.Load())) < 2*d.notify.WatchdogEvery()+time.Minute
+}
+
+func (d *Daemon) waitingCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.waiting)
+}
+
+func (d *Daemon) kick() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the first queued item, waiting for one; ok=false when the
+// daemon is stopping.
+func (d *Daemon) next(ctx context.Context) (item, bool) {
+	for {
+		if ctx.Err() != nil || d.stopping.Load() {
+			return item{}, false
+		}
+		d.mu.Lock()
+		if len(d.queue) > 0 {
+			it := d.queue[0]
+			d.queue = d.queue[1:]
+			d.m.queue.Set(float64(len(d.queue)))
+			d.names[it.name] = it.id
+			d.mu.Unlock()
+			return it, true
+		}
+		d.mu.Unlock()
+		select {
+		case <-d.wake:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (d *Daemon) enqueue(it item) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.active[it.id] {
+		return
+	}
+	d.active[it.id] = true
+	d.queue = append(d.queue, it)
+	d.m.queue.Set(float64(len(d.queue)))
+	d.kick()
+}
+
+func (d *Daemon) finished(it item) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.active, it.id)
+	delete(d.names, it.name)
+}
+
+func (d *Daemon) busyName(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, busy := d.names[name]
+	return busy
+}
+
+func (d *Daemon) isActive(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.active[id]
+}
+
+func (d *Daemon) worker(ctx, jobCtx context.Context) {
+	for {
+		it, ok := d.next(ctx)
+		if !ok {
+			return
+		}
+		d.m.running.Inc()
+		d.run(ctx, jobCtx, it)
+		d.m.running.Dec()
+		d.finished(it)
+		d.kick()
+	}
+}
