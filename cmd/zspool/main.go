@@ -38,6 +38,8 @@ Usage:
   zspool verify DATASET [--raw RAW]           check a dataset (and compare with its raw file)
   zspool bench [--size 2GiB]                  measure the engine on synthetic camera data
   zspool demo [--out ./zspool-demo]           make, convert and verify a small acquisition
+  zspool run [--config FILE]                  run the spool daemon (systemd service)
+  zspool config check [--config FILE]         validate the daemon config and probe the destination
   zspool version                              print the version and engines
 
 Run "zspool COMMAND --help" for a command's flags.
@@ -86,6 +88,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdBench(ctx, rest, stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, rest, stdout, stderr)
+	case "run":
+		return cmdRun(ctx, rest, stdout, stderr)
+	case "config":
+		return cmdConfig(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return cmdVersion(stdout)
 	case "help", "-h", "--help":

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/daemon"
+	"github.com/zspool/zspool/destination"
+)
+
+const defaultConfigPath = "/etc/zspool/zspool.yaml"
+
+// daemonOptions turns the config file into the daemon's options.
+func daemonOptions(c *config.Daemon) (daemon.Options, error) {
+	switch c.Engine {
+	case "auto", "cpu":
+	default:
+		return daemon.Options{}, fmt.Errorf("engine: %q: this build has only the CPU engine", c.Engine)
+	}
+	o := daemon.Options{
+		SpoolDir: c.SpoolDir, StateDir: c.StateDir, FailedDir: c.FailedDir,
+		Release: c.Release.Policy, ArchiveDir: c.Release.ArchiveDir,
+		Dest: destination.Spec{
+			URL: c.Destination.URL, Endpoint: c.Destination.Endpoint, Region: c.Destination.Region,
+			PathStyle: c.Destination.PathStyle, CABundle: c.Destination.CABundle, Profile: c.Destination.Profile,
+			CredentialsFile: c.Destination.CredentialsFile, PartSize: int64(c.Destination.PartSize),
+			PartsInFlight: c.Destination.MaxPartsInFlight, MaxAttempts: c.Retry.MaxAttempts,
+			MaxBackoff: time.Duration(c.Retry.MaxBackoff), NoRequestChecksums: c.Destination.NoRequestChecksums,
+			ConditionalWrites: c.Destination.ConditionalWrites,
+		},
+		ConcurrentJobs: c.ConcurrentJobs, MemoryBudget: int64(c.MemoryBudget),
+		Settle: time.Duration(c.Settle), RescanInterval: time.Duration(c.RescanInterval),
+		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
+		JobBackoff:      time.Duration(c.Retry.JobBackoff), JobMaxBackoff: time.Duration(c.Retry.JobMaxBackoff),
+		Version: buildVersion(),
+	}
+	if c.Metrics.Enabled() {
+		o.MetricsListen = c.Metrics.Listen
+	}
+	return o, nil
+}
+
+// jsonLogger logs JSON lines (journald and log shippers parse them).
+func jsonLogger(w io.Writer, level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log_level: %w", err)
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), lvl)), nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", "[--config] FILE", stderr)
+	path := fs.String("config", defaultConfigPath, "daemon config file (YAML)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 1 {
+		*path = fs.Arg(0)
+	}
+	cfg, err := config.LoadDaemon(*path)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	log, err := jsonLogger(stderr, cfg.LogLevel)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	defer log.Sync()
+	opt, err := daemonOptions(cfg)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	// The first SIGTERM/SIGINT stops intake and lets running shard layers
+	// finish; a second one exits at once — the journal makes that safe.
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			log.Info("signal: stopping", zap.String("signal", s.String()))
+			stop()
+		case <-ctx.Done():
+			stop()
+		}
+		s := <-sigs
+		log.Warn("second signal: exiting now; the journal resumes the work", zap.String("signal", s.String()))
+		_ = log.Sync()
+		os.Exit(130)
+	}()
+	d, err := daemon.New(runCtx, log, opt)
+	if err != nil {
+		log.Error("cannot start", zap.Error(err))
+		return err
+	}
+	return d.Run(runCtx)
+}
+
+func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(stderr, "Usage: zspool config check [--config FILE]")
+		return &exitError{code: 2, err: errUsageShown}
+	}
+	fs := newFlags("config check", "[--config] FILE [--offline]", stderr)
+	path := fs.String("config", defaultConfigPath, "daemon config file (YAML)")
+	offline := fs.Bool("offline", false, "do not probe the destination")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() == 1 {
+		*path = fs.Arg(0)
+	}
+	cfg, err := config.LoadDaemon(*path)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	opt, err := daemonOptions(cfg)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	fmt.Fprintf(stdout, "# %s: valid; effective configuration:\n%s", *path, cfg.Redacted())
+	var problems []string
+	for _, dir := range []string{opt.SpoolDir, filepath.Dir(opt.StateDir)} {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			problems = append(problems, fmt.Sprintf("%s: not an existing directory", dir))
+		}
+	}
+	if *offline {
+		fmt.Fprintln(stdout, "# destination not probed (--offline)")
+	} else {
+		log, _ := newLogger(io.Discard, "error")
+		if _, err := destination.Open(ctx, log, opt.Dest); err != nil {
+			problems = append(problems, "destination: "+err.Error())
+		} else {
+			fmt.Fprintf(stdout, "# destination %s: reachable, bucket and credentials ok\n", opt.Dest.URL)
+		}
+	}
+	if len(problems) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%s:\n  %s", *path, strings.Join(problems, "\n  "))}
+	}
+	return nil
+}
