@@ -61,7 +61,7 @@ func (s *Sink) putVerified(ctx context.Context, key string, data []byte, crc str
 		if err == nil || !errors.Is(verr, errNotStored) {
 			err = verr
 		}
-		return fmt.Errorf("object %s: %w", key, err)
+		return err
 	}
 	return nil
 }

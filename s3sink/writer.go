@@ -73,6 +73,8 @@ func (w *shardWriter) fail(err error) {
 	}
 }
 
+// Errors leave out the key: the caller names the shard.
+
 // Write copies p into part buffers, sending each as it fills. It blocks
 // while every upload slot of the sink is busy: that is the back-pressure
 // that keeps memory flat when the endpoint is slower than the engine.
@@ -109,7 +111,7 @@ func (w *shardWriter) sendPart() error {
 			ChecksumType:      types.ChecksumTypeFullObject,
 		})
 		if err != nil {
-			err = fmt.Errorf("shard %s: starting multipart upload: %w", w.key, err)
+			err = fmt.Errorf("starting multipart upload: %w", err)
 			w.fail(err)
 			return err
 		}
@@ -151,7 +153,7 @@ func (w *shardWriter) sendPart() error {
 			ChecksumCRC64NVME: aws.String(sum),
 		})
 		if err != nil {
-			w.fail(fmt.Errorf("shard %s: part %d (%d bytes): %w", w.key, num, len(*buf), err))
+			w.fail(fmt.Errorf("part %d (%d bytes): %w", num, len(*buf), err))
 			return
 		}
 		w.mu.Lock()
@@ -212,7 +214,7 @@ func (w *shardWriter) Commit() error {
 			err = verr
 		}
 		w.abort()
-		return fmt.Errorf("shard %s: completing %d parts: %w", w.key, len(parts), err)
+		return fmt.Errorf("completing %d parts: %w", len(parts), err)
 	}
 	if w.s.OnUploadDone != nil {
 		w.s.OnUploadDone(w.key, w.uploadID)

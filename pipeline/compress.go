@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// singleSegmentMax is the largest chunk written as a single-segment frame.
+// Single segment forces Frame_Content_Size into every header (klauspost
+// leaves it out of small multi-segment frames) and readers are asked to
+// support at least 8 MiB of window; bigger chunks use a window descriptor
+// and still carry their content size.
+const singleSegmentMax = 8 << 20
+
+// Compressor turns the chunks of one chunk row into stored bytes on
+// GOMAXPROCS-style workers, each owning its zstd encoder and scratch
+// buffer. Engines differ in where chunk bytes come from (the CPU engine
+// scatters them; the GPU engine hands over its chunk-layout buffer); the
+// encoding and the fill-chunk rule are this one code path.
+type Compressor struct {
+	workers []*compressWorker
+	zero    []byte   // a fill-valued chunk
+	outs    [][]byte // per chunk of the row, reused
+	absent  []bool   // chunks equal to fill everywhere
+	fill    *meter   // time spent producing chunk bytes (the CPU scatter)
+	encode  *meter
+}
+
+type compressWorker struct {
+	enc     *zstd.Encoder
+	scratch []byte
+}
+
+// NewCompressor makes workers for chunks of chunkBytes, n chunks a row.
+func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compressor, error) {
+	c := &Compressor{zero: make([]byte, chunkBytes), outs: make([][]byte, n), absent: make([]bool, n),
+		fill: newMeter(fillStage), encode: newMeter("compress")}
+	m := p.Manifest
+	for range p.Options.Workers {
+		w := &compressWorker{scratch: make([]byte, chunkBytes)}
+		if m.Compression.Codec == "zstd" {
+			enc, err := zstd.NewWriter(nil,
+				zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(m.Compression.Level)),
+				zstd.WithAllLitEntropyCompression(true),
+				zstd.WithEncoderConcurrency(1),
+				zstd.WithEncoderCRC(false),
+				zstd.WithZeroFrames(true),
+				zstd.WithSingleSegment(chunkBytes <= singleSegmentMax),
+			)
+			if err != nil {
+				return nil, fmt.Errorf("zstd encoder: %w", err)
+			}
+			w.enc = enc
+		}
+		c.workers = append(c.workers, w)
+	}
+	return c, nil
+}
+
+// Run stores chunks 0…n−1: chunk(i, scratch) returns chunk i's padded
+// bytes, either written into scratch or a view of the engine's own buffer.
+// Results are in Out/Absent until the next Run. rawBytes is what the row
+// covers in the input, for the throughput figures.
+func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) error {
+	var next atomic.Int64
+	var fillNs, encodeNs atomic.Int64
+	var wg sync.WaitGroup
+	for _, w := range c.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var fNs, eNs int64
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					break
+				}
+				t0 := time.Now()
+				b := chunk(i, w.scratch)
+				t1 := time.Now()
+				c.absent[i] = bytes.Equal(b, c.zero)
+				switch {
+				case c.absent[i]:
+				case w.enc != nil:
+					c.outs[i] = w.enc.EncodeAll(b, c.outs[i][:0])
+				default:
+					c.outs[i] = append(c.outs[i][:0], b...)
+				}
+				fNs += int64(t1.Sub(t0))
+				eNs += int64(time.Since(t1))
+			}
+			fillNs.Add(fNs)
+			encodeNs.Add(eNs)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Busy time is the workers' summed time spread over the workers: the
+	// wall time the stage would take alone.
+	nw := int64(len(c.workers))
+	c.fill.Add(rawBytes, time.Duration(fillNs.Load()/nw))
+	c.encode.Add(rawBytes, time.Duration(encodeNs.Load()/nw))
+	return nil
+}
+
+// Stored is chunk i's stored bytes from the last Run, nil when absent.
+func (c *Compressor) Stored(i int) []byte {
+	if c.absent[i] {
+		return nil
+	}
+	return c.outs[i]
+}
+
+// Stages reports the fill and compress stages.
+func (c *Compressor) Stages() []Stage { return []Stage{c.fill.Snapshot(), c.encode.Snapshot()} }
+
+// Close releases the encoders.
+func (c *Compressor) Close() {
+	for _, w := range c.workers {
+		if w.enc != nil {
+			w.enc.Close()
+		}
+	}
+}
