@@ -64,7 +64,11 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	asm := NewAssembler(p, sink)
 	asm.LayerDone = opts.LayerDone
 	first := opts.FirstLayer * p.Levels[0].Grid.Shard[0]
-	rd := NewEpochReader(ctx, src.Raw, src.RawName, first, p.Levels[0].Grid.Shape[0], p.EpochFrames(), p.FrameBytes)
+	var staging [][]byte
+	if st, ok := eng.(Stager); ok {
+		staging = st.StagingBuffers()
+	}
+	rd := NewEpochReaderInto(ctx, src.Raw, src.RawName, first, p.Levels[0].Grid.Shape[0], p.EpochFrames(), p.FrameBytes, staging)
 	defer rd.Close()
 	read := newMeter("read")
 	done := first * p.EpochBytes()

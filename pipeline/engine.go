@@ -36,3 +36,10 @@ type ChunkOut struct {
 	Slot int64
 	Data []byte
 }
+
+// Stager is an engine that wants raw epochs read straight into its own two
+// buffers of at least one epoch each — pinned host memory a GPU copies from
+// with no staging copy. Convert uses them when the engine offers them.
+type Stager interface {
+	StagingBuffers() [][]byte
+}

@@ -35,6 +35,13 @@ type EpochReader struct {
 // stored). Every epoch holds epochFrames frames but the last, which holds
 // what is left.
 func NewEpochReader(ctx context.Context, f *os.File, name string, first, frames, epochFrames, frameBytes int64) *EpochReader {
+	return NewEpochReaderInto(ctx, f, name, first, frames, epochFrames, frameBytes, nil)
+}
+
+// NewEpochReaderInto is NewEpochReader reading into bufs (two buffers of
+// at least one epoch each, e.g. an engine's pinned staging memory); nil
+// allocates them.
+func NewEpochReaderInto(ctx context.Context, f *os.File, name string, first, frames, epochFrames, frameBytes int64, bufs [][]byte) *EpochReader {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &EpochReader{
 		out:  make(chan Epoch, 1),
@@ -43,8 +50,12 @@ func NewEpochReader(ctx context.Context, f *os.File, name string, first, frames,
 		stop: cancel,
 	}
 	epochBytes := epochFrames * frameBytes
-	r.free <- make([]byte, epochBytes)
-	r.free <- make([]byte, epochBytes)
+	if len(bufs) != 2 {
+		bufs = [][]byte{make([]byte, epochBytes), make([]byte, epochBytes)}
+	}
+	for _, b := range bufs {
+		r.free <- b[:epochBytes]
+	}
 	// The kernel reads ahead harder on a file declared sequential; a failure
 	// only costs speed.
 	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
