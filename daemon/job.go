@@ -142,16 +142,13 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 	res, err := pipeline.Convert(ctx, log, src, plan, eng, d.dest, pipeline.ConvertOptions{
 		Version:    d.opt.Version,
 		FirstLayer: first,
-		LayerDone: func(level int, layer int64) error {
-			if level != 0 {
-				return nil
-			}
-			if _, err := d.journal.Update(job.ID, func(j *Job) { j.LayersDone = layer + 1 }); err != nil {
+		LayerDone: func(resume int64) error {
+			if _, err := d.journal.Update(job.ID, func(j *Job) { j.LayersDone = resume }); err != nil {
 				return fmt.Errorf("journal: %w", err)
 			}
 			d.m.layers.Inc()
-			log.Debug("shard layer stored", zap.Int64("layer", layer))
-			if d.stopping.Load() && layer+1 < plan.ShardLayers() {
+			log.Debug("shard layer stored", zap.Int64("layer", resume-1))
+			if d.stopping.Load() && resume < plan.ShardLayers() {
 				return errStopping
 			}
 			return nil

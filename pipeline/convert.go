@@ -15,11 +15,13 @@ type ConvertOptions struct {
 	// Progress, when set, is called after each epoch with the raw bytes
 	// consumed so far.
 	Progress func(done int64)
-	// FirstLayer resumes at a level-0 shard layer; earlier layers are
-	// taken as stored.
+	// FirstLayer resumes at a level-0 shard layer; earlier layers (of
+	// every level) are taken as stored. It must be a value LayerDone gave.
 	FirstLayer int64
-	// LayerDone is called after every shard of a layer is committed.
-	LayerDone func(level int, layer int64) error
+	// LayerDone is called whenever the point a restart could resume from
+	// moves on: every level has committed every shard before level-0 layer
+	// resume, and all levels start a layer there.
+	LayerDone func(resume int64) error
 }
 
 // Result sums up one conversion.
@@ -62,7 +64,7 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	}
 
 	asm := NewAssembler(p, sink)
-	asm.LayerDone = opts.LayerDone
+	asm.LayerDone = resumeTracker(p, opts.FirstLayer, opts.LayerDone)
 	first := opts.FirstLayer * p.Levels[0].Grid.Shard[0]
 	var staging [][]byte
 	if st, ok := eng.(Stager); ok {
@@ -126,4 +128,39 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	res.Stages = append([]Stage{read.Snapshot()}, eng.Stages()...)
 	res.Stages = append(res.Stages, asm.Stage())
 	return res, nil
+}
+
+// resumeTracker turns per-level layer commits into resume points: the
+// level-0 layer count below which every level is stored and at which every
+// level starts a fresh shard layer (and a fresh pyramid row).
+func resumeTracker(p *Plan, first int64, report func(int64) error) func(level int, layer int64) error {
+	if report == nil {
+		return nil
+	}
+	layerFrames := p.Levels[0].Grid.Shard[0] * p.EpochFrames()
+	total := p.Levels[0].Grid.Shape[0]
+	align := p.ResumeAlign()
+	covered := make([]int64, len(p.Levels))
+	for i := range covered {
+		covered[i] = first * layerFrames
+	}
+	last := first
+	return func(level int, layer int64) error {
+		covered[level] = p.LayerFrames(level, layer)
+		low := covered[0]
+		for _, c := range covered[1:] {
+			low = min(low, c)
+		}
+		var resume int64
+		if low >= total {
+			resume = ceilDiv(total, layerFrames)
+		} else {
+			resume = low / align * align / layerFrames
+		}
+		if resume <= last {
+			return nil
+		}
+		last = resume
+		return report(resume)
+	}
 }

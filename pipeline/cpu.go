@@ -2,57 +2,231 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
+	"time"
 )
 
-// CPU is the reference engine: workers scatter each chunk of an epoch out
-// of the raw bytes into their scratch buffer and compress it.
+// CPU is the reference engine: workers scatter each chunk of a row out of
+// the dense frames into their scratch buffer and compress it. Pyramid
+// levels are computed from the level above (a cascade) as rows complete.
 type CPU struct {
-	plan   *Plan
-	layout *RowLayout
-	comp   *Compressor
+	plan    *Plan
+	levels  []*cpuLevel
+	red     *Reducer
+	zdown   bool // dim 0 is downsampled: level l folds 2^l epochs a row
+	started bool
+	reduce  *meter
+	outs    []LevelOutput
+}
+
+// cpuLevel is one level's state: its row of dense frames being filled and,
+// for a z-stack, the frame that waits for its pair.
+type cpuLevel struct {
+	lv         Level
+	layout     *RowLayout
+	comp       *Compressor
+	inner      []int64 // shape of dims ≥ 1
+	half       []bool  // which inner dims this level halves
+	frameBytes int64
+	rowCap     int64 // frames a full row holds: chunk[0]
+	row        []byte
+	rowFrames  int64
+	rowIndex   int64
+	pending    []byte
+	hasPending bool
 }
 
 // NewCPU builds the CPU engine for a plan.
 func NewCPU(p *Plan) (*CPU, error) {
+	c := &CPU{plan: p, reduce: newMeter("downsample")}
+	m := p.Manifest
+	c.zdown = len(p.Levels) > 1 && m.Dimensions[0].Downsampled()
 	if len(p.Levels) > 1 {
-		return nil, fmt.Errorf("multiscale: %d levels planned, but this build writes level 0 only; drop \"multiscale\" from the manifest", len(p.Levels))
+		red, err := NewReducer(m)
+		if err != nil {
+			return nil, err
+		}
+		c.red = red
 	}
-	l0 := p.Levels[0]
-	ll := NewRowLayout(l0.Grid)
-	comp, err := NewCompressor(p, p.ChunkBytes(l0), len(ll.Coords), "scatter")
-	if err != nil {
-		return nil, err
+	for i, lv := range p.Levels {
+		ll := NewRowLayout(lv.Grid)
+		comp, err := NewCompressor(p, p.ChunkBytes(lv), len(ll.Coords), "scatter")
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		cl := &cpuLevel{lv: lv, layout: ll, comp: comp, inner: lv.Grid.Shape[1:], rowCap: lv.Grid.Chunk[0]}
+		cl.frameBytes = int64(p.Elem)
+		for _, s := range cl.inner {
+			cl.frameBytes *= s
+		}
+		if i > 0 {
+			cl.half = make([]bool, len(cl.inner))
+			for d := range cl.inner {
+				cl.half[d] = m.Dimensions[d+1].Downsampled()
+			}
+			cl.row = make([]byte, cl.rowCap*cl.frameBytes)
+			if c.zdown {
+				cl.pending = make([]byte, p.Levels[i-1].frameBytes(p.Elem))
+			}
+		}
+		c.levels = append(c.levels, cl)
 	}
-	return &CPU{plan: p, layout: ll, comp: comp}, nil
+	return c, nil
 }
 
-// Encode scatters and compresses every chunk of the epoch in parallel, then
-// groups the results by shard in slot order.
+func (l Level) frameBytes(elem int) int64 {
+	n := int64(elem)
+	for _, s := range l.Grid.Shape[1:] {
+		n *= s
+	}
+	return n
+}
+
+// rowsBefore is the number of level-l rows that precede level-0 epoch e:
+// a resumed conversion starts every level at a row boundary.
+func (c *CPU) rowsBefore(l int, e int64) int64 {
+	frames := e * c.plan.EpochFrames()
+	if c.zdown {
+		frames >>= l
+	}
+	return frames / c.levels[l].rowCap
+}
+
+// Encode compresses level 0's row for this epoch and every pyramid row
+// this epoch completes.
 func (c *CPU) Encode(ctx context.Context, e Epoch) ([]LevelOutput, error) {
-	ll, g := c.layout, c.layout.Grid
-	err := c.comp.Run(ctx, len(ll.Coords), int64(len(e.Data)), func(i int, buf []byte) []byte {
-		box := g.EpochBox(ll.Coords[i], e.Frames, c.plan.Elem)
-		if e.Frames < g.Chunk[0] || box.Padded() {
+	if !c.started {
+		for l := range c.levels {
+			c.levels[l].rowIndex = c.rowsBefore(l, e.Index)
+		}
+		c.started = true
+	}
+	c.outs = c.outs[:0]
+	l0 := c.levels[0]
+	if err := c.compressRow(ctx, 0, e.Data, e.Frames); err != nil {
+		return nil, err
+	}
+	l0.rowIndex++
+	if len(c.levels) > 1 {
+		if err := c.push(ctx, 1, e.Data, e.Frames); err != nil {
+			return nil, err
+		}
+	}
+	return c.outs, nil
+}
+
+// compressRow stores one row of level l from its dense frames.
+func (c *CPU) compressRow(ctx context.Context, l int, data []byte, frames int64) error {
+	cl := c.levels[l]
+	ll, g := cl.layout, cl.layout.Grid
+	err := cl.comp.Run(ctx, len(ll.Coords), int64(len(data)), func(i int, buf []byte) []byte {
+		box := g.EpochBox(ll.Coords[i], frames, c.plan.Elem)
+		if frames < g.Chunk[0] || box.Padded() {
 			clear(buf)
 		}
-		box.Scatter(e.Data, buf)
+		box.Scatter(data, buf)
 		return buf
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return []LevelOutput{ll.Group(0, e.Index, c.comp.Stored)}, nil
+	c.outs = append(c.outs, ll.Group(l, cl.rowIndex, cl.comp.Stored))
+	return nil
 }
 
-// Flush has nothing to emit: level 0 only holds whole epochs.
-func (c *CPU) Flush(context.Context) ([]LevelOutput, error) { return nil, nil }
+// push feeds frames of level l−1 to level l: each frame (or, for a z-stack,
+// each pair of frames) reduces to one level-l frame; a full row is stored
+// and its frames go on to the next level.
+func (c *CPU) push(ctx context.Context, l int, data []byte, frames int64) error {
+	cl, up := c.levels[l], c.levels[l-1]
+	for f := range frames {
+		frame := data[f*up.frameBytes : (f+1)*up.frameBytes]
+		switch {
+		case !c.zdown:
+			c.reduceInto(cl, up, frame)
+		case cl.hasPending:
+			c.reduceInto(cl, up, cl.pending, frame)
+			cl.hasPending = false
+		default:
+			copy(cl.pending, frame)
+			cl.hasPending = true
+			continue
+		}
+		if cl.rowFrames == cl.rowCap {
+			if err := c.emitRow(ctx, l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
-// Stages reports scatter and compress.
-func (c *CPU) Stages() []Stage { return c.comp.Stages() }
+func (c *CPU) reduceInto(cl, up *cpuLevel, srcs ...[]byte) {
+	start := time.Now()
+	dst := cl.row[cl.rowFrames*cl.frameBytes : (cl.rowFrames+1)*cl.frameBytes]
+	c.red.Reduce(dst, srcs, up.inner, cl.inner, cl.half)
+	cl.rowFrames++
+	c.reduce.Add(int64(len(srcs))*up.frameBytes, time.Since(start))
+}
+
+func (c *CPU) emitRow(ctx context.Context, l int) error {
+	cl := c.levels[l]
+	data, frames := cl.row[:cl.rowFrames*cl.frameBytes], cl.rowFrames
+	if err := c.compressRow(ctx, l, data, frames); err != nil {
+		return err
+	}
+	cl.rowIndex++
+	cl.rowFrames = 0
+	if l+1 < len(c.levels) {
+		return c.push(ctx, l+1, data, frames)
+	}
+	return nil
+}
+
+// Flush emits, level by level, a z-stack's unpaired last frame (reduced
+// from its true count of contributors) and every partial last row.
+func (c *CPU) Flush(ctx context.Context) ([]LevelOutput, error) {
+	c.outs = c.outs[:0]
+	for l := 1; l < len(c.levels); l++ {
+		cl := c.levels[l]
+		if cl.hasPending {
+			c.reduceInto(cl, c.levels[l-1], cl.pending)
+			cl.hasPending = false
+		}
+		if cl.rowFrames > 0 {
+			if err := c.emitRow(ctx, l); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c.outs, nil
+}
+
+// Stages reports scatter and compress summed over levels, and downsample.
+func (c *CPU) Stages() []Stage {
+	var scatter, comp Stage
+	for _, cl := range c.levels {
+		st := cl.comp.Stages()
+		scatter = addStage(scatter, st[0])
+		comp = addStage(comp, st[1])
+	}
+	out := []Stage{scatter, comp}
+	if len(c.levels) > 1 {
+		out = append(out, c.reduce.Snapshot())
+	}
+	return out
+}
+
+func addStage(a, b Stage) Stage {
+	return Stage{Name: b.Name, Bytes: a.Bytes + b.Bytes, Busy: a.Busy + b.Busy, Best: max(a.Best, b.Best)}
+}
 
 // Close releases the encoders.
 func (c *CPU) Close() error {
-	c.comp.Close()
+	for _, cl := range c.levels {
+		if cl.comp != nil {
+			cl.comp.Close()
+		}
+	}
 	return nil
 }

@@ -244,17 +244,57 @@ func ShardsPerLayer(g zarr.Grid) int64 {
 
 func (p *Plan) estimate() WorkingSet {
 	w := WorkingSet{Staging: 2 * p.EpochBytes(), Runtime: runtimeOverhead}
-	maxChunk := int64(0)
-	for _, l := range p.Levels {
+	for i, l := range p.Levels {
 		cb := p.ChunkBytes(l)
-		maxChunk = max(maxChunk, cb)
+		// Every level has its own compressor: scratch and an encoder per
+		// worker, and one row of compressed chunks.
+		w.Chunks += int64(p.Options.Workers) * (cb + encoderOverhead)
 		w.Compressed += ChunksPerEpoch(l.Grid) * CompressBound(cb)
 		// Each open shard holds its sink buffer and its index entries.
 		w.Shards += ShardsPerLayer(l.Grid) * (p.Options.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
+		if i > 0 {
+			// A pyramid level holds one row of dense frames and, for a
+			// z-stack, a frame waiting for its pair.
+			w.Staging += (l.Grid.Chunk[0] + 1) * l.frameBytes(p.Elem)
+		}
 	}
-	w.Chunks = int64(p.Options.Workers) * (maxChunk + encoderOverhead)
 	w.Shards += p.Options.SinkFixed
 	return w
+}
+
+// ResumeAlign is, in level-0 frames, the spacing of points where every
+// level starts a shard layer at once: a conversion can restart there with
+// fresh pyramid state and rewrite no shard from its middle.
+func (p *Plan) ResumeAlign() int64 {
+	zdown := len(p.Levels) > 1 && p.Manifest.Dimensions[0].Downsampled()
+	align := int64(1)
+	for i, l := range p.Levels {
+		span := l.Grid.Shard[0] * l.Grid.Chunk[0]
+		if zdown {
+			span <<= i
+		}
+		align = lcm(align, span)
+	}
+	return align
+}
+
+// LayerFrames is how many level-0 frames level l's shard layers reach once
+// layers 0…layer are committed.
+func (p *Plan) LayerFrames(level int, layer int64) int64 {
+	l := p.Levels[level]
+	frames := (layer + 1) * l.Grid.Shard[0] * l.Grid.Chunk[0]
+	if len(p.Levels) > 1 && p.Manifest.Dimensions[0].Downsampled() {
+		frames <<= level
+	}
+	return min(frames, p.Levels[0].Grid.Shape[0])
+}
+
+func lcm(a, b int64) int64 {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
