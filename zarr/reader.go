@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/zspool/zspool/config"
 )
 
 // ErrNotFound is returned by a Store for a key that holds no object.
@@ -99,7 +101,7 @@ func OpenArray(ctx context.Context, s Store, prefix string) (*Array, error) {
 		return nil, bad("not a Zarr v3 array")
 	}
 	a.DataType = m.DataType
-	a.Elem = dtypeSize(m.DataType)
+	a.Elem = config.DType(m.DataType).Size() // manifest and Zarr v3 share the names
 	if a.Elem == 0 {
 		return nil, bad("data_type %q is not supported", m.DataType)
 	}
@@ -359,18 +361,4 @@ func (a *Array) ReadAll(ctx context.Context) ([]byte, error) {
 		out = append(out, buf...)
 	}
 	return out, nil
-}
-
-func dtypeSize(t string) int {
-	switch t {
-	case "uint8", "int8":
-		return 1
-	case "uint16", "int16":
-		return 2
-	case "uint32", "int32", "float32":
-		return 4
-	case "uint64", "int64", "float64":
-		return 8
-	}
-	return 0
 }
