@@ -59,7 +59,7 @@ type Daemon struct {
 	ready    atomic.Bool
 	lastTick atomic.Int64
 	stopping atomic.Bool // finish the current shard layer, then stop
-	metrics  net.Addr
+	metrics  atomic.Pointer[net.Addr]
 }
 
 // item is one unit of work for a worker.
@@ -138,8 +138,13 @@ func (d *Daemon) jobOfKey(key string) string {
 	return ""
 }
 
-// MetricsAddr is where /metrics listens (after Run has started it).
-func (d *Daemon) MetricsAddr() net.Addr { return d.metrics }
+// MetricsAddr is where /metrics listens, or nil before Run has started it.
+func (d *Daemon) MetricsAddr() net.Addr {
+	if a := d.metrics.Load(); a != nil {
+		return *a
+	}
+	return nil
+}
 
 // Run serves until ctx ends, then stops intake, lets running jobs finish
 // their current shard layer (up to ShutdownTimeout), records progress and
@@ -152,7 +157,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.metrics = addr
+		d.metrics.Store(&addr)
 	}
 	if err := d.recover(ctx); err != nil {
 		return fmt.Errorf("recovery: %w", err)
