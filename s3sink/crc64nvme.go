@@ -3,14 +3,19 @@ package s3sink
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"hash/crc64"
+	"hash"
+
+	"github.com/minio/crc64nvme"
 )
 
-// CRC-64/NVME (the polynomial S3 calls CRC64NVME), in the reflected form
-// hash/crc64 expects; init and final xor of all ones match crc64.Update.
+// CRC-64/NVME (the checksum S3 calls CRC64NVME): reflected polynomial,
+// init and final xor of all ones. The hashing itself is
+// github.com/minio/crc64nvme (carry-less multiply: ~68 GB/s against ~2 GB/s
+// for hash/crc64's tables on the writer's serial path); the polynomial
+// here drives crc64Combine and the tests' table-driven cross-check.
 const crc64NVMEPoly = 0x9a6c9329ac4bc9b5
 
-func newCRC64Table() *crc64.Table { return crc64.MakeTable(crc64NVMEPoly) }
+func newCRC64() hash.Hash64 { return crc64nvme.New() }
 
 // checksumHeader is the value S3 expects in x-amz-checksum-crc64nvme: the
 // big-endian bytes of the CRC, base64-encoded.

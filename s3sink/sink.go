@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/crc64"
 	"os"
 	"path"
 	"strings"
@@ -33,8 +31,7 @@ type Sink struct {
 	log         *zap.Logger
 	sem         chan struct{}
 	parts       sync.Pool // *[]byte of PartSize
-	crcTable    *crc64.Table
-	conditional bool // send If-None-Match: * on PutObject and CompleteMultipartUpload
+	conditional bool      // send If-None-Match: * on PutObject and CompleteMultipartUpload
 
 	// OnUpload and OnUploadDone, when set before the first write, see every
 	// multipart upload start and finish: a journal records open upload ids
@@ -59,8 +56,7 @@ func New(ctx context.Context, log *zap.Logger, cfg Config) (*Sink, error) {
 	}
 	s := &Sink{
 		cfg: cfg, bucket: bucket, prefix: prefix, client: client, log: log,
-		sem:      make(chan struct{}, cfg.PartsInFlight),
-		crcTable: newCRC64Table(),
+		sem: make(chan struct{}, cfg.PartsInFlight),
 	}
 	s.parts.New = func() any { b := make([]byte, 0, cfg.PartSize); return &b }
 	if err := s.checkBucket(ctx); err != nil {
@@ -216,8 +212,6 @@ func (s *Sink) ShardBuffer() int64 { return s.cfg.PartSize }
 func (s *Sink) FixedMemory() int64 { return int64(s.cfg.PartsInFlight) * s.cfg.PartSize }
 
 var errNoChecksum = errors.New("HeadObject returned no CRC64NVME")
-
-func newHash(s *Sink) hash.Hash64 { return crc64.New(s.crcTable) }
 
 // countingRetryer reports each retry: RetryDelay is asked once per retried
 // attempt.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc64"
 	"slices"
 	"sync"
 	"time"
@@ -51,7 +50,7 @@ type shardWriter struct {
 func (s *Sink) Create(ctx context.Context, rel string) (pipeline.ObjectWriter, error) {
 	w := &shardWriter{
 		s: s, ctx: ctx, key: s.key(rel),
-		part: crc64.New(s.crcTable),
+		part: newCRC64(),
 		next: 1,
 	}
 	w.buf = s.parts.Get().(*[]byte)
