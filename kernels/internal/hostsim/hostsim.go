@@ -1,0 +1,99 @@
+//go:build hostsim
+
+// Package hostsim runs the index math of kernels/layout.cuh on the CPU,
+// thread by thread in a plain loop, so the exact source the GPU compiles
+// can be checked against the reference on machines without a GPU (CI runs
+// it from `make kernels-check`). It needs a C compiler, not CUDA.
+package hostsim
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../.. -O2
+#include <stdlib.h>
+#include <string.h>
+#include "layout.cuh"
+
+// What one scatter thread does for output vector v, minus the warp vote.
+static void sim_scatter(const zs_params *p, int wide, const uint8_t *in, uint8_t *out, uint32_t *nonfill)
+{
+	for (uint64_t v = 0; v < p->total_vecs; v++) {
+		uint64_t src = 0, k = 0;
+		uint32_t valid;
+		if (wide) {
+			valid = zs_locate64(p, v, &src, &k);
+		} else {
+			uint32_t s32 = 0, k32 = 0;
+			valid = zs_locate32(p, (uint32_t)v, &s32, &k32);
+			src = s32;
+			k = k32;
+		}
+		uint8_t *o = out + v * p->vec;
+		for (uint32_t b = 0; b < p->vec; b++) {
+			o[b] = b < valid ? in[src + b] : 0;
+			if (o[b])
+				nonfill[k] = 1;
+		}
+	}
+}
+
+static void sim_keys(const zs_params *p, uint64_t *key_of)
+{
+	for (uint64_t i = 0; i < p->n_chunks; i++)
+		key_of[i] = zs_chunk_key(p, i);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/zspool/zspool/kernels/internal/layout"
+)
+
+// Result is what the kernels would produce for one batch.
+type Result struct {
+	Layout  []byte
+	NonFill []bool
+	Keys    []uint64
+}
+
+// Run simulates the scatter and the key computation of one batch from its
+// encoded parameters; wide picks the 64-bit index path (which the GPU only
+// takes for batches of 2 GiB and more).
+func Run(p *layout.Params, wide bool, raw []byte) (*Result, error) {
+	enc := p.Encode()
+	if len(enc) != C.sizeof_zs_params {
+		return nil, fmt.Errorf("Go encodes %d bytes of zs_params, C has %d", len(enc), C.sizeof_zs_params)
+	}
+	if uint64(len(raw)) != p.InBytes {
+		return nil, fmt.Errorf("raw batch of %d bytes, params say %d", len(raw), p.InBytes)
+	}
+	cp := (*C.zs_params)(C.malloc(C.sizeof_zs_params))
+	defer C.free(unsafe.Pointer(cp))
+	C.memcpy(unsafe.Pointer(cp), unsafe.Pointer(&enc[0]), C.sizeof_zs_params)
+	out := make([]byte, p.OutBytes())
+	nonfill := make([]uint32, p.NChunks)
+	keys := make([]uint64, p.NChunks)
+	var in *C.uint8_t
+	if len(raw) > 0 {
+		in = (*C.uint8_t)(unsafe.Pointer(&raw[0]))
+	}
+	w := C.int(0)
+	if wide {
+		w = 1
+	}
+	C.sim_scatter(cp, w, in, (*C.uint8_t)(unsafe.Pointer(&out[0])), (*C.uint32_t)(unsafe.Pointer(&nonfill[0])))
+	C.sim_keys(cp, (*C.uint64_t)(unsafe.Pointer(&keys[0])))
+	r := &Result{Layout: out, NonFill: make([]bool, len(nonfill)), Keys: keys}
+	for i, f := range nonfill {
+		r.NonFill[i] = f != 0
+	}
+	return r, nil
+}
+
+// Offsets reports where the C compiler put zs_params' last fields, to
+// check the Go encoding's field order.
+func Offsets() (dGrid, gatherVec uintptr) {
+	var p C.zs_params
+	return unsafe.Offsetof(p.d_grid), unsafe.Offsetof(p.gather_vec)
+}
