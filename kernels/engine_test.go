@@ -1,0 +1,268 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/kernels/internal/reference"
+	"github.com/zspool/zspool/localfs"
+	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zarr"
+)
+
+// acquisition is a test input written to disk: manifest and raw file.
+type acquisition struct {
+	name     string
+	manifest string // path
+	raw      []byte
+}
+
+var dtypes = map[int]string{1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+// writeAcquisition writes a random raw file of the whole array g (with
+// stretches of fill, so some chunks are absent) and its manifest.
+func writeAcquisition(t *testing.T, dir, name string, g zarr.Grid, elem int, codec string, rng *rand.Rand) *acquisition {
+	t.Helper()
+	n := int64(elem)
+	dims := make([]map[string]any, g.Rank())
+	for d := range dims {
+		n *= g.Shape[d]
+		dims[d] = map[string]any{"name": string(rune('a' + d)), "size": g.Shape[d], "chunk": g.Chunk[d], "shard": g.Shard[d]}
+	}
+	a := &acquisition{name: name, raw: reference.Raw(rng, n)}
+	m, err := json.Marshal(map[string]any{"version": 1, "name": name, "data": name + ".raw", "dtype": dtypes[elem],
+		"dimensions": dims, "compression": map[string]any{"codec": codec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.manifest = filepath.Join(dir, name+".json")
+	if err := os.WriteFile(filepath.Join(dir, name+".raw"), a.raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a.manifest, m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (a *acquisition) plan(t *testing.T) (*pipeline.Source, *pipeline.Plan) {
+	t.Helper()
+	src, err := pipeline.OpenSource(a.manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	p, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, p
+}
+
+// engineCases are the issue's shapes plus shapes of many epochs (the GPU
+// pipeline runs two epochs deep) and random ones.
+func engineCases(rng *rand.Rand) []reference.Shape {
+	cases := reference.IssueShapes()
+	cases = append(cases,
+		reference.Shape{Name: "many_epochs", Grid: zarrGrid([]int64{37, 100, 130}, []int64{4, 32, 64}, []int64{3, 2, 2}), Elem: 1},
+		reference.Shape{Name: "many_epochs_5d", Grid: zarrGrid([]int64{9, 2, 5, 17, 33}, []int64{2, 1, 2, 8, 16}, []int64{2, 2, 2, 2, 1}), Elem: 8},
+	)
+	for i := range 4 {
+		sh := reference.RandomShape(rng)
+		sh.Name = fmt.Sprintf("random%d", i)
+		cases = append(cases, sh)
+	}
+	return cases
+}
+
+// rows runs an engine over the raw array epoch by epoch, with epochs in
+// ordinary (pageable) memory, and keeps a copy of every chunk row.
+func rows(t *testing.T, eng pipeline.Engine, p *pipeline.Plan, raw []byte) []pipeline.LevelOutput {
+	t.Helper()
+	ctx := context.Background()
+	var out []pipeline.LevelOutput
+	epochBytes := p.EpochBytes()
+	for e := range p.Epochs() {
+		data := raw[e*epochBytes : min(int64(len(raw)), (e+1)*epochBytes)]
+		outs, err := eng.Encode(ctx, pipeline.Epoch{Index: e, Frames: int64(len(data)) / p.FrameBytes, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			out = append(out, detach(o))
+		}
+	}
+	outs, err := eng.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		out = append(out, detach(o))
+	}
+	return out
+}
+
+// TestEngineRowsMatchCPU compares the GPU engine's chunk rows with the CPU
+// engine's: same shards, slots and absent chunks, and the same stored
+// bytes (both compress the same chunk bytes with the same encoder).
+func TestEngineRowsMatchCPU(t *testing.T) {
+	d := openDevice(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, codec := range []string{"none", "zstd"} {
+		for _, sh := range engineCases(rng) {
+			t.Run(codec+"/"+sh.Name, func(t *testing.T) {
+				a := writeAcquisition(t, t.TempDir(), sh.Name, sh.Grid, sh.Elem, codec, rng)
+				_, p := a.plan(t)
+				cpu, err := pipeline.NewCPU(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cpu.Close()
+				gpu, err := NewEngine(d, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer gpu.Close()
+				want, got := rows(t, cpu, p, a.raw), rows(t, gpu, p, a.raw)
+				if len(got) != len(want) {
+					t.Fatalf("%d chunk rows, want %d", len(got), len(want))
+				}
+				for r := range want {
+					if err := sameRow(got[r], want[r]); err != nil {
+						t.Fatalf("row %d: %v", r, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func sameRow(got, want pipeline.LevelOutput) error {
+	if got.Level != want.Level || got.Epoch != want.Epoch || len(got.Shards) != len(want.Shards) {
+		return fmt.Errorf("level %d epoch %d with %d shards, want level %d epoch %d with %d",
+			got.Level, got.Epoch, len(got.Shards), want.Level, want.Epoch, len(want.Shards))
+	}
+	for s := range want.Shards {
+		g, w := got.Shards[s], want.Shards[s]
+		if g.Inner != w.Inner || len(g.Chunks) != len(w.Chunks) {
+			return fmt.Errorf("shard %d: inner %d with %d chunks, want %d with %d", s, g.Inner, len(g.Chunks), w.Inner, len(w.Chunks))
+		}
+		for c := range w.Chunks {
+			gc, wc := g.Chunks[c], w.Chunks[c]
+			if gc.Slot != wc.Slot || (gc.Data == nil) != (wc.Data == nil) || !bytes.Equal(gc.Data, wc.Data) {
+				return fmt.Errorf("shard %d chunk %d: slot %d, %d bytes (absent %v); want slot %d, %d bytes (absent %v)",
+					s, c, gc.Slot, len(gc.Data), gc.Data == nil, wc.Slot, len(wc.Data), wc.Data == nil)
+			}
+		}
+	}
+	return nil
+}
+
+// TestConvertMatchesCPU converts each acquisition with both engines
+// through pipeline.Convert (the GPU engine reading into its pinned
+// staging) into two directories, then decodes both and compares the
+// arrays, the raw file and every shard index slot by slot.
+func TestConvertMatchesCPU(t *testing.T) {
+	d := openDevice(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	ctx := context.Background()
+	for _, codec := range []string{"none", "zstd"} {
+		for _, sh := range engineCases(rng) {
+			t.Run(codec+"/"+sh.Name, func(t *testing.T) {
+				spool := t.TempDir()
+				a := writeAcquisition(t, spool, sh.Name, sh.Grid, sh.Elem, codec, rng)
+				var arrays [2]*zarr.Array
+				for i, kind := range []string{"cpu", "gpu"} {
+					src, p := a.plan(t)
+					var eng pipeline.Engine
+					var err error
+					if kind == "cpu" {
+						eng, err = pipeline.NewCPU(p)
+					} else {
+						eng, err = NewEngine(d, p)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					dir := localfs.New(t.TempDir())
+					_, err = pipeline.Convert(ctx, zap.NewNop(), src, p, eng, dir, pipeline.ConvertOptions{Version: "test"})
+					eng.Close()
+					if err != nil {
+						t.Fatalf("%s: convert: %v", kind, err)
+					}
+					ds, err := zarr.Open(ctx, dir, sh.Name+".ome.zarr")
+					if err != nil {
+						t.Fatalf("%s: %v", kind, err)
+					}
+					arrays[i] = ds.Levels[0]
+					dense, err := arrays[i].ReadAll(ctx)
+					if err != nil {
+						t.Fatalf("%s: read back: %v", kind, err)
+					}
+					if !bytes.Equal(dense, a.raw) {
+						t.Fatalf("%s: the decoded array differs from the raw file", kind)
+					}
+				}
+				sameIndexes(t, arrays[0], arrays[1])
+			})
+		}
+	}
+}
+
+// sameIndexes compares every shard's index, slot by slot: present or
+// absent, and the stored size.
+func sameIndexes(t *testing.T, cpu, gpu *zarr.Array) {
+	t.Helper()
+	ctx := context.Background()
+	g := cpu.Grid
+	extent := make([]int64, g.Rank())
+	for d := range extent {
+		extent[d] = g.Shards(d)
+	}
+	var present int
+	err := zarr.ForEach(extent, func(sc []int64) error {
+		want, _, err := cpu.ReadIndex(ctx, sc)
+		if err != nil {
+			return fmt.Errorf("cpu: %w", err)
+		}
+		got, _, err := gpu.ReadIndex(ctx, sc)
+		if err != nil {
+			return fmt.Errorf("gpu: %w", err)
+		}
+		for s := range want {
+			if got[s].Present() != want[s].Present() || got[s].NBytes != want[s].NBytes {
+				return fmt.Errorf("shard %v slot %d: present %v (%d bytes), want %v (%d bytes)",
+					sc, s, got[s].Present(), got[s].NBytes, want[s].Present(), want[s].NBytes)
+			}
+			if want[s].Present() {
+				present++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d shards, %d chunks present", g.ShardCount(), present)
+}
+
+// TestEngineRefusesMultiscale: level 0 only, said so the caller can fall
+// back to the CPU engine.
+func TestEngineRefusesMultiscale(t *testing.T) {
+	d := openDevice(t)
+	p := &pipeline.Plan{Levels: make([]pipeline.Level, 2)}
+	if _, err := NewEngine(d, p); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("NewEngine of a plan of two levels: %v, want ErrUnsupported", err)
+	}
+}

@@ -1,0 +1,32 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUnsupported marks plans the GPU engine does not take (pyramids, codecs
+// it has no path for): the caller may use the CPU engine instead.
+var ErrUnsupported = errors.New("not supported by the GPU engine")
+
+// Info describes a GPU.
+type Info struct {
+	Ordinal      int
+	Name         string
+	Major, Minor int   // compute capability
+	Memory       int64 // bytes
+	SMs          int
+	Driver       int // CUDA driver API version, e.g. 13000
+}
+
+func (i Info) String() string {
+	return fmt.Sprintf("%s (GPU %d, sm_%d%d, %d SMs, %.1f GiB), CUDA driver %d.%d",
+		i.Name, i.Ordinal, i.Major, i.Minor, i.SMs, float64(i.Memory)/(1<<30), i.Driver/1000, i.Driver%1000/10)
+}
+
+// CopyRates are pinned-memory copy bandwidths, bytes per second.
+type CopyRates struct {
+	H2D  float64 // host to device alone
+	D2H  float64 // device to host alone
+	Both float64 // both directions at once, their bytes summed
+}
