@@ -33,3 +33,37 @@ bench:
 .PHONY: s3-servers
 s3-servers:
 	.ci/install-s3-servers.sh
+
+# The GPU engine: CUDA sources in kernels/, compiled into the committed and
+# embedded kernels/zspool.fatbin (compute_80 PTX for any newer GPU, sm_90
+# machine code for Hopper). SOURCES.sha256 ties the fatbin to the sources
+# it was built from; kernels-check (CI) fails when they drift apart, and
+# runs the kernels' index math on the CPU against the reference.
+NVCC ?= nvcc
+KERNEL_SOURCES := $(sort $(wildcard kernels/*.cu kernels/*.cuh))
+NVCC_FLAGS := -fatbin -O3 -gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90
+# The toolkit's stub libcuda.so to link the cuda build against on machines
+# without the driver; the driver's libcuda.so.1 is used at run time.
+CUDA_STUBS ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/stubs /usr/local/cuda/lib64/stubs /usr/lib/cuda/lib64/stubs))
+CUDA_ENV := CGO_LDFLAGS="$(if $(CUDA_STUBS),-L$(CUDA_STUBS)) $(CGO_LDFLAGS)"
+
+.PHONY: kernels kernels-check build-gpu vet-gpu
+kernels:
+	$(NVCC) $(NVCC_FLAGS) -o kernels/zspool.fatbin kernels/zspool.cu
+	sha256sum $(KERNEL_SOURCES) kernels/zspool.fatbin > kernels/SOURCES.sha256
+
+kernels-check:
+	@listed=$$(awk '{print $$2}' kernels/SOURCES.sha256 | grep -v '^kernels/zspool.fatbin$$' | sort | tr '\n' ' '); \
+	  have=$$(echo $(KERNEL_SOURCES) | tr ' ' '\n' | sort | tr '\n' ' '); \
+	  if [ "$$listed" != "$$have" ]; then \
+	    echo "kernels/SOURCES.sha256 lists [$$listed] but the sources are [$$have]: run make kernels and commit"; exit 1; fi
+	@sha256sum --check --quiet kernels/SOURCES.sha256 || \
+	  { echo "kernels/zspool.fatbin was not built from these sources: run make kernels and commit"; exit 1; }
+	# -a: cgo does not rebuild when layout.cuh, outside the package, changes.
+	$(GO) test -a -count=1 -tags hostsim ./kernels/internal/hostsim
+
+build-gpu:
+	$(CUDA_ENV) $(GO) build -tags cuda -o zspool ./cmd/zspool
+
+vet-gpu:
+	$(CUDA_ENV) $(GO) vet -tags cuda ./...
