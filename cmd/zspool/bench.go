@@ -2,21 +2,56 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/internal/synth"
+	"github.com/zspool/zspool/kernels"
 	"github.com/zspool/zspool/pipeline"
 )
+
+// benchSpec is the synthetic acquisition a bench runs on: frames of
+// side×side uint16 camera data, chunked depth×chunk×chunk.
+type benchSpec struct {
+	frames, side, chunk, depth int64
+	codec                      string
+	level                      int
+}
+
+func (b benchSpec) frameBytes() int64 { return b.side * b.side * 2 }
+
+// manifest is the acquisition's manifest document.
+func (b benchSpec) manifest(data string) ([]byte, error) {
+	return json.MarshalIndent(map[string]any{
+		"version": 1, "data": data, "dtype": "uint16", "name": "bench",
+		"dimensions": []map[string]any{
+			{"name": "t", "type": "time", "size": 0, "chunk": b.depth},
+			{"name": "y", "type": "space", "size": b.side, "chunk": min(b.chunk, b.side), "unit": "micrometer", "scale": 0.65},
+			{"name": "x", "type": "space", "size": b.side, "chunk": min(b.chunk, b.side), "unit": "micrometer", "scale": 0.65},
+		},
+		"compression": map[string]any{"codec": b.codec, "level": b.level},
+		"attributes":  map[string]any{"instrument": "zspool synthetic camera"},
+	}, "", "  ")
+}
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[flags]", stderr)
 	size := fs.String("size", "2GiB", "synthetic input size (whole 2048×2048 uint16 frames)")
 	frame := fs.Int64("frame", 2048, "frame height and width in pixels")
 	chunk := fs.Int64("chunk", 256, "chunk height and width in pixels")
+	depth := fs.Int64("depth", 0, "frames per chunk along t, i.e. per epoch (0: 1 on the CPU, 16 on the GPU)")
 	codec := fs.String("codec", "zstd", "zstd or none")
 	level := fs.Int("level", 1, "zstd level")
+	source := fs.String("source", "", "file: convert a synthetic raw file; pinned (GPU): synthetic frames placed in the engine's pinned staging buffers, no file (default: pinned for --engine gpu --codec none, file otherwise)")
 	keep := fs.String("keep", "", "write the synthetic raw file here and keep it (to compare other tools on the same bytes)")
 	var ef engineFlags
 	ef.register(fs)
@@ -31,27 +66,62 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	kind := ef.engine
+	if kind == "auto" {
+		kind = "cpu"
+		if _, ok := gpuStatus(); gpuBuilt && ok {
+			kind = "gpu"
+		}
+	}
+	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, codec: *codec, level: *level}
+	if spec.depth <= 0 {
+		spec.depth = 1
+		if kind == "gpu" {
+			spec.depth = 16
+		}
+	}
+	spec.frames = max(1, total/spec.frameBytes())
+	src := *source
+	if src == "" {
+		src = "file"
+		if kind == "gpu" && spec.codec == "none" {
+			src = "pinned"
+		}
+	}
 	log, _ := newLogger(stderr, "info")
-	frameBytes := *frame * *frame * 2
-	frames := max(1, total/frameBytes)
+	switch src {
+	case "file":
+		return benchFile(ctx, log, spec, kind, opts, *keep, stdout, stderr)
+	case "pinned":
+		return benchPinned(ctx, log, spec, kind, opts, stdout)
+	}
+	return &exitError{code: 2, err: fmt.Errorf("--source: %q is not file or pinned", src)}
+}
 
+// benchFile converts a synthetic raw file written to disk first, the way
+// `zspool convert` reads one, into a sink that keeps nothing.
+func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, keep string, stdout, stderr io.Writer) error {
 	dir, err := os.MkdirTemp("", "zspool-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	raw := filepath.Join(dir, "bench.raw")
-	if *keep != "" {
-		raw = *keep
+	if keep != "" {
+		raw = keep
 	}
-	bar := newProgress(stderr, log, "generating", frames*frameBytes, false)
-	err = writeSynthetic(ctx, raw, frames, *frame, *frame, bar.Set)
+	bar := newProgress(stderr, log, "generating", spec.frames*spec.frameBytes(), false)
+	err = writeSynthetic(ctx, raw, spec.frames, spec.side, spec.side, bar.Set)
 	bar.Done()
 	if err != nil {
 		return err
 	}
+	doc, err := spec.manifest(filepath.Base(raw))
+	if err != nil {
+		return err
+	}
 	manifest := filepath.Join(filepath.Dir(raw), "bench.json")
-	if err := writeManifest(manifest, raw, "bench", *frame, *frame, *chunk, *codec, *level); err != nil {
+	if err := os.WriteFile(manifest, doc, 0o644); err != nil {
 		return err
 	}
 	defer os.Remove(manifest)
@@ -65,21 +135,195 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	eng, err := pipeline.NewCPU(plan)
+	eng, err := newEngine(log, kind, plan)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	sink := &pipeline.Discard{}
-	res, err := pipeline.Convert(ctx, log, src, plan, eng, sink, pipeline.ConvertOptions{Version: buildVersion()})
+	benchHeader(stdout, eng, plan, spec, "raw file "+raw)
+	if err := benchCopies(stdout, eng); err != nil {
+		return err
+	}
+	res, err := pipeline.Convert(ctx, log, src, plan, eng, &pipeline.Discard{}, pipeline.ConvertOptions{Version: buildVersion()})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "engine cpu, %d workers, %d frames of %d×%d uint16 (gaussian/uniform/constant 12-bit), chunk %d×%d, codec %s level %d\n",
-		plan.Options.Workers, frames, *frame, *frame, *chunk, *chunk, *codec, *level)
-	pipeline.WriteStageTable(stdout, res.Stages)
-	fmt.Fprintf(stdout, "end-to-end: in %.3f GB, out %.3f GB, ratio %.4f, %.3f s, %.3f GB/s (%.3f GiB/s)\n",
-		float64(res.BytesIn)/1e9, float64(res.BytesOut)/1e9, res.Ratio(), res.Elapsed.Seconds(),
-		float64(res.BytesIn)/1e9/res.Elapsed.Seconds(), float64(res.BytesIn)/(1<<30)/res.Elapsed.Seconds())
+	writeStages(stdout, res.Stages)
+	benchResult(stdout, res.BytesIn, res.BytesOut, res.Elapsed, eng)
 	return nil
+}
+
+// benchPinned measures the GPU engine alone: synthetic frames placed once
+// in its pinned staging buffers (no file, no reader), epoch after epoch
+// through the engine into shard bytes in host memory, handed to a sink
+// that keeps nothing.
+func benchPinned(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, stdout io.Writer) error {
+	doc, err := spec.manifest("bench.raw")
+	if err != nil {
+		return err
+	}
+	m, err := config.ParseManifest(doc, "bench")
+	if err != nil {
+		return err
+	}
+	plan, err := pipeline.NewPlan(m, "bench.raw", spec.frames*spec.frameBytes(), opts)
+	if err != nil {
+		return err
+	}
+	eng, err := newEngine(log, kind, plan)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	st, ok := eng.(pipeline.Stager)
+	if !ok {
+		return &exitError{code: 2, err: fmt.Errorf("--source pinned needs the GPU engine (this is the %s engine)", kind)}
+	}
+	bufs := st.StagingBuffers()
+	fillFrames(bufs, spec)
+	benchHeader(stdout, eng, plan, spec, "synthetic frames placed in the engine's pinned staging buffers")
+	if err := benchCopies(stdout, eng); err != nil {
+		return err
+	}
+	// A short untimed pass loads and warms everything first.
+	warm := min(4, plan.Epochs())
+	if _, _, err := pinnedPass(ctx, eng, plan, bufs, warm); err != nil {
+		return err
+	}
+	if r, ok := eng.(interface{ ResetStages() }); ok {
+		r.ResetStages()
+	}
+	start := time.Now()
+	in, asm, err := pinnedPass(ctx, eng, plan, bufs, plan.Epochs())
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	// The source took no time: the frames were in place before the clock.
+	stages := append([]pipeline.Stage{{Name: "read", Bytes: in}}, eng.Stages()...)
+	writeStages(stdout, append(stages, asm.Stage()))
+	benchResult(stdout, in, asm.Written(), elapsed, eng)
+	return nil
+}
+
+// pinnedPass runs epochs epochs through the engine, epoch e read from
+// staging buffer e%2, into a discarding sink.
+func pinnedPass(ctx context.Context, eng pipeline.Engine, plan *pipeline.Plan, bufs [][]byte, epochs int64) (int64, *pipeline.Assembler, error) {
+	asm := pipeline.NewAssembler(plan, &pipeline.Discard{})
+	var in int64
+	frames := plan.Levels[0].Grid.Shape[0]
+	add := func(outs []pipeline.LevelOutput) error {
+		for _, o := range outs {
+			if err := asm.Add(ctx, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for e := range epochs {
+		n := min(plan.EpochFrames(), frames-e*plan.EpochFrames())
+		data := bufs[e%2][:n*plan.FrameBytes]
+		outs, err := eng.Encode(ctx, pipeline.Epoch{Index: e, Frames: n, Data: data})
+		if err != nil {
+			return 0, nil, fmt.Errorf("epoch %d: %w", e, err)
+		}
+		if err := add(outs); err != nil {
+			return 0, nil, err
+		}
+		in += int64(len(data))
+	}
+	outs, err := eng.Flush(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	return in, asm, add(outs)
+}
+
+// fillFrames writes the bench mix into the two staging buffers, frames in
+// parallel.
+func fillFrames(bufs [][]byte, spec benchSpec) {
+	fb := spec.frameBytes()
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for b, buf := range bufs {
+		for i := int64(0); (i+1)*fb <= int64(len(buf)); i++ {
+			fr := int64(b)*spec.depth + i
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				synth.FillFrame(buf[i*fb:(i+1)*fb], synth.Mixed(fr), uint64(fr))
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec benchSpec, source string) {
+	what := fmt.Sprintf("engine cpu, %d workers", plan.Options.Workers)
+	if d, ok := eng.(interface{ Device() kernels.Info }); ok {
+		what = fmt.Sprintf("engine gpu on %s, %d compression workers", d.Device(), plan.Options.Workers)
+	}
+	fmt.Fprintf(w, "%s\n%d frames of %d×%d uint16 (gaussian/uniform/constant 12-bit), chunk %d×%d×%d (epoch %s), codec %s",
+		what, spec.frames, spec.side, spec.side, plan.EpochFrames(), spec.chunk, spec.chunk, pipeline.FormatBytes(plan.EpochBytes()), spec.codec)
+	if spec.codec == "zstd" {
+		fmt.Fprintf(w, " level %d", spec.level)
+	}
+	fmt.Fprintf(w, "\nsource: %s\n", source)
+}
+
+// benchCopies prints the GPU's pinned copy bandwidth, the ceiling of the
+// engine's copies.
+func benchCopies(w io.Writer, eng pipeline.Engine) error {
+	m, ok := eng.(interface {
+		MeasureCopies(reps int) (kernels.CopyRates, error)
+	})
+	if !ok {
+		return nil
+	}
+	r, err := m.MeasureCopies(20)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "pinned copies: H2D %.2f GiB/s, D2H %.2f GiB/s, both at once %.2f GiB/s\n", r.H2D/(1<<30), r.D2H/(1<<30), r.Both/(1<<30))
+	return nil
+}
+
+func benchResult(w io.Writer, in, out int64, elapsed time.Duration, eng pipeline.Engine) {
+	ratio := 0.0
+	if out > 0 {
+		ratio = float64(in) / float64(out)
+	}
+	rate := float64(in) / elapsed.Seconds()
+	fmt.Fprintf(w, "end-to-end: in %.3f GB, out %.3f GB, ratio %.4f, %.3f s, %.3f GB/s (%.3f GiB/s)\n",
+		float64(in)/1e9, float64(out)/1e9, ratio, elapsed.Seconds(), rate/1e9, rate/(1<<30))
+	if m, ok := eng.(interface {
+		MeasureCopies(reps int) (kernels.CopyRates, error)
+	}); ok {
+		if r, err := m.MeasureCopies(20); err == nil {
+			fmt.Fprintf(w, "pinned H2D measured after the run: %.2f GiB/s; end-to-end is %.1f%% of it\n", r.H2D/(1<<30), 100*rate/r.H2D)
+		}
+	}
+}
+
+// writeStages prints the stage table in GB/s (10^9 bytes) and busy
+// milliseconds. The reader is the source and the assembler the sink; a
+// stage that was not timed shows dashes.
+func writeStages(w io.Writer, stages []pipeline.Stage) {
+	fmt.Fprintf(w, "%-10s %10s %10s %10s %10s\n", "stage", "GB", "avg GB/s", "best GB/s", "ms")
+	for _, s := range stages {
+		name := s.Name
+		switch name {
+		case "read":
+			name = "source"
+		case "assemble":
+			name = "sink"
+		}
+		if s.Busy <= 0 {
+			fmt.Fprintf(w, "%-10s %10.3f %10s %10s %10s\n", name, float64(s.Bytes)/1e9, "-", "-", "-")
+			continue
+		}
+		fmt.Fprintf(w, "%-10s %10.3f %10.3f %10.3f %10.1f\n", name, float64(s.Bytes)/1e9, s.Avg()/1e9, s.Best/1e9, float64(s.Busy)/1e6)
+	}
 }

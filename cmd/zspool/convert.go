@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/kernels"
 	"github.com/zspool/zspool/pipeline"
 )
 
@@ -24,7 +26,11 @@ func (e *engineFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	IntVar(*int, string, int, string)
 }) {
-	fs.StringVar(&e.engine, "engine", "auto", "engine: auto, cpu (this build has no GPU engine)")
+	help := "engine: auto (the GPU when there is one), cpu, gpu"
+	if !gpuBuilt {
+		help = "engine: auto, cpu (this build has no GPU engine)"
+	}
+	fs.StringVar(&e.engine, "engine", "auto", help)
 	fs.StringVar(&e.memoryBudget, "memory-budget", "768MiB", "refuse plans whose working set exceeds this")
 	fs.StringVar(&e.partSize, "part-size", "16MiB", "S3 multipart part size (min 5MiB); a shard must fit in 10,000 parts")
 	fs.IntVar(&e.workers, "workers", 0, "compression workers (0 = one per CPU)")
@@ -43,11 +49,37 @@ func (e *engineFlags) options() (pipeline.Options, error) {
 	switch e.engine {
 	case "auto", "cpu":
 	case "gpu":
-		return o, fmt.Errorf("--engine gpu: this build has no GPU engine (build with -tags cuda)")
+		if !gpuBuilt {
+			return o, fmt.Errorf("--engine gpu: this build has no GPU engine (build with -tags cuda)")
+		}
 	default:
 		return o, fmt.Errorf("--engine: %q is not one of auto, cpu, gpu", e.engine)
 	}
 	return o, nil
+}
+
+// newEngine builds the engine --engine names. auto is the GPU when this
+// build has the GPU engine, a GPU is usable and the engine takes the plan;
+// otherwise, and with a warning when the GPU was there but failed, the CPU.
+func newEngine(log *zap.Logger, kind string, p *pipeline.Plan) (pipeline.Engine, error) {
+	if kind == "gpu" {
+		return newGPUEngine(p)
+	}
+	if kind == "auto" && gpuBuilt {
+		if desc, ok := gpuStatus(); ok {
+			eng, err := newGPUEngine(p)
+			if err == nil {
+				log.Debug("engine", zap.String("gpu", desc))
+				return eng, nil
+			}
+			if errors.Is(err, kernels.ErrUnsupported) {
+				log.Info("engine auto: the GPU engine does not take this plan, using the CPU", zap.Error(err))
+			} else {
+				log.Warn("engine auto: the GPU failed, using the CPU", zap.Error(err))
+			}
+		}
+	}
+	return pipeline.NewCPU(p)
 }
 
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -92,7 +124,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	res, err := convertSource(ctx, log, src, sink, opts, stderr, *quiet)
+	res, err := convertSourceWith(ctx, log, src, sink, opts, ef.engine, stderr, *quiet)
 	if err != nil {
 		return err
 	}
@@ -108,8 +140,13 @@ type convertResult struct {
 }
 
 // convertSource plans an opened acquisition against the destination's
-// memory needs and converts it.
+// memory needs and converts it on the engine "auto" picks.
 func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
+	return convertSourceWith(ctx, log, src, sink, opts, "auto", stderr, quiet)
+}
+
+// convertSourceWith is convertSource on the engine named by --engine.
+func convertSourceWith(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, engine string, stderr io.Writer, quiet bool) (*convertResult, error) {
 	destination.PlanMemory(sink, &opts)
 	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {
@@ -119,7 +156,7 @@ func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, s
 	// live heap) would let garbage double the footprint; the working set is
 	// the limit the plan was checked against.
 	debug.SetMemoryLimit(plan.WorkingSet.Total())
-	eng, err := pipeline.NewCPU(plan)
+	eng, err := newEngine(log, engine, plan)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
 	}

@@ -103,7 +103,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdVersion(stdout io.Writer) error {
-	fmt.Fprintf(stdout, "zspool %s\nengines: cpu\n", buildVersion())
+	fmt.Fprintf(stdout, "zspool %s\n", buildVersion())
+	if gpuBuilt {
+		fmt.Fprintln(stdout, "engines: cpu, gpu (CUDA)")
+	} else {
+		fmt.Fprintln(stdout, "engines: cpu (built without -tags cuda: no GPU engine)")
+	}
+	gpu, _ := gpuStatus()
+	fmt.Fprintf(stdout, "gpu: %s\n", gpu)
 	return nil
 }
 
