@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/s3sink"
 )
 
@@ -36,6 +37,10 @@ type Options struct {
 	JobMaxBackoff   time.Duration
 	MetricsListen   string // host:port, or "" for none
 	Version         string
+	// NewEngine makes the engine for a job's plan (the CLI picks CPU or
+	// GPU from the config's engine); nil means the CPU engine. An error is
+	// taken as transient (a GPU busy or gone) unless it is an InputError.
+	NewEngine func(*pipeline.Plan) (pipeline.Engine, error)
 }
 
 // Daemon is the running service.

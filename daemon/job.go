@@ -128,9 +128,13 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 		// A plan that cannot run here will not run on a retry either.
 		return &pipeline.InputError{Err: err}
 	}
-	eng, err := pipeline.NewCPU(plan)
+	newEngine := d.opt.NewEngine
+	if newEngine == nil {
+		newEngine = func(p *pipeline.Plan) (pipeline.Engine, error) { return pipeline.NewCPU(p) }
+	}
+	eng, err := newEngine(plan)
 	if err != nil {
-		return &pipeline.InputError{Err: err}
+		return fmt.Errorf("engine: %w", err)
 	}
 	defer eng.Close()
 	first := min(job.LayersDone, plan.ShardLayers())

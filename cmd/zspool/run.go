@@ -17,16 +17,18 @@ import (
 	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/daemon"
 	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/pipeline"
 )
 
 const defaultConfigPath = "/etc/zspool/zspool.yaml"
 
 // daemonOptions turns the config file into the daemon's options.
 func daemonOptions(c *config.Daemon) (daemon.Options, error) {
-	switch c.Engine {
-	case "auto", "cpu":
-	default:
-		return daemon.Options{}, fmt.Errorf("engine: %q: this build has only the CPU engine", c.Engine)
+	switch {
+	case c.Engine == "gpu" && !gpuBuilt:
+		return daemon.Options{}, fmt.Errorf("engine: gpu: this binary has no GPU engine (build with -tags cuda)")
+	case c.Engine != "auto" && c.Engine != "cpu" && c.Engine != "gpu":
+		return daemon.Options{}, fmt.Errorf("engine: %q is not one of auto, cpu, gpu", c.Engine)
 	}
 	o := daemon.Options{
 		SpoolDir: c.SpoolDir, StateDir: c.StateDir, FailedDir: c.FailedDir,
@@ -104,6 +106,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		_ = log.Sync()
 		os.Exit(130)
 	}()
+	opt.NewEngine = func(p *pipeline.Plan) (pipeline.Engine, error) { return newEngine(log, cfg.Engine, p) }
 	d, err := daemon.New(runCtx, log, opt)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
@@ -135,6 +138,12 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: 1, err: err}
 	}
 	fmt.Fprintf(stdout, "# %s: valid; effective configuration:\n%s", *path, cfg.Redacted())
+	if gpuBuilt {
+		desc, _ := gpuStatus()
+		fmt.Fprintf(stdout, "# engine %s; GPU: %s\n", cfg.Engine, desc)
+	} else {
+		fmt.Fprintf(stdout, "# engine %s; this binary has the CPU engine only\n", cfg.Engine)
+	}
 	var problems []string
 	for _, dir := range []string{opt.SpoolDir, filepath.Dir(opt.StateDir)} {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
