@@ -1,0 +1,158 @@
+// Package zstdlit is a literals-only zstd encoder (RFC 8878): the pure-Go
+// reference of the GPU encoder's exact algorithm (same block choices, same
+// lengths, same bytes) and a second CPU codec.
+//
+// Every call to Encode writes one standard zstd frame. The frame is cut into
+// blocks of at most 128 KiB; no matches are searched. Each block is written as
+// the smallest of:
+//
+//   - an RLE block, when the block holds one distinct byte (and is ≥ 2 bytes);
+//   - a Compressed block whose literals section is Huffman-coded and whose
+//     sequences section is the single byte 0x00 (zero sequences);
+//   - a Raw block otherwise.
+//
+// Rules (the GPU kernels must follow them bit for bit):
+//
+//   - Blocks with fewer than MinHuffLiterals (64) bytes are never
+//     Huffman-coded (zstd's fast strategies use the same cut-off, 8<<3).
+//   - 64..1023 literals: one Huffman stream, Size_Format 00 (10-bit sizes).
+//     ≥ 1024 literals: four streams with a 6-byte jump table, Size_Format 10
+//     (14-bit sizes) when both sizes fit in 14 bits, else 11 (18-bit sizes).
+//     Streams 1-3 hold (n+3)/4 literals each, stream 4 the rest.
+//   - A Compressed block is kept only when its whole content size is below
+//     n - minGain(n), minGain(n) = n>>6 + 2: zstd's ZSTD_minGain for the
+//     non-ultra strategies. Otherwise the block is Raw.
+//   - Huffman code lengths are optimal under an 11-bit limit (package-merge,
+//     ties broken by symbol value), so the code is always complete. The
+//     description uses Max_Number_of_Bits = the longest length actually used.
+//   - Canonical codes follow RFC 8878 §4.2.1.3: symbols are ranked by
+//     increasing weight (longest codes first), ties by symbol value, and codes
+//     count up from 0, so the longest codes are numerically smallest.
+//   - The tree description is FSE-compressed weights when that is possible
+//     (at least two weights, two distinct weight values) with accuracy log 5
+//     or 6, whichever is smaller (5 on a tie); direct 4-bit weights are used
+//     instead when they are strictly smaller or FSE is impossible, and need
+//     Max_Symbol ≤ 128. When neither can be made, the block is Raw.
+package zstdlit
+
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+const (
+	magic = 0xFD2FB528
+	// MaxBlockSize is the largest block the encoder writes.
+	MaxBlockSize = 128 << 10
+	// MinHuffLiterals is the smallest block that is tried with Huffman coding.
+	MinHuffLiterals = 64
+	// MaxHuffBits is the code-length limit.
+	MaxHuffBits = 11
+	// singleSegmentLimit: frames larger than this use a 128 KiB window
+	// descriptor instead of Single_Segment (the content size is kept).
+	singleSegmentLimit = 8 << 20
+)
+
+// Options configures Encode.
+type Options struct {
+	// Checksum appends the low 4 bytes of the XXH64 of the content.
+	Checksum bool
+}
+
+// Encode appends one zstd frame holding src to dst and returns the result.
+func Encode(dst, src []byte, opt Options) []byte {
+	dst = appendFrameHeader(dst, uint64(len(src)), opt.Checksum)
+	if len(src) == 0 {
+		dst = appendBlockHeader(dst, true, blockRaw, 0)
+	}
+	var scratch encoder
+	for off := 0; off < len(src); off += MaxBlockSize {
+		end := min(off+MaxBlockSize, len(src))
+		dst = scratch.appendBlock(dst, src[off:end], end == len(src))
+	}
+	if opt.Checksum {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(xxhash.Sum64(src)))
+	}
+	return dst
+}
+
+// FrameHeaderSize is the size of the header Encode writes for n bytes.
+func FrameHeaderSize(n int) int {
+	return len(appendFrameHeader(nil, uint64(n), false))
+}
+
+func appendFrameHeader(dst []byte, n uint64, checksum bool) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, magic)
+	var fhd byte
+	if checksum {
+		fhd |= 1 << 2
+	}
+	if n > singleSegmentLimit {
+		// Window descriptor: exponent 7, mantissa 0 = 1<<(10+7) = 128 KiB.
+		if n <= 0xFFFFFFFF {
+			dst = append(dst, fhd|2<<6, 7<<3)
+			return binary.LittleEndian.AppendUint32(dst, uint32(n))
+		}
+		dst = append(dst, fhd|3<<6, 7<<3)
+		return binary.LittleEndian.AppendUint64(dst, n)
+	}
+	fhd |= 1 << 5 // Single_Segment
+	switch {
+	case n <= 0xFF:
+		return append(dst, fhd, byte(n))
+	case n <= 0xFFFF+256:
+		dst = append(dst, fhd|1<<6)
+		return binary.LittleEndian.AppendUint16(dst, uint16(n-256))
+	default:
+		dst = append(dst, fhd|2<<6)
+		return binary.LittleEndian.AppendUint32(dst, uint32(n))
+	}
+}
+
+const (
+	blockRaw        = 0
+	blockRLE        = 1
+	blockCompressed = 2
+)
+
+func appendBlockHeader(dst []byte, last bool, typ, size int) []byte {
+	h := uint32(size)<<3 | uint32(typ)<<1
+	if last {
+		h |= 1
+	}
+	return append(dst, byte(h), byte(h>>8), byte(h>>16))
+}
+
+// minGain is zstd's ZSTD_minGain for strategies below btultra.
+func minGain(n int) int { return n>>6 + 2 }
+
+type encoder struct {
+	h   huffEnc
+	buf []byte
+}
+
+func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
+	n := len(blk)
+	var hist [256]uint32
+	for _, b := range blk {
+		hist[b]++
+	}
+	if n >= 2 && hist[blk[0]] == uint32(n) {
+		dst = appendBlockHeader(dst, last, blockRLE, n)
+		return append(dst, blk[0])
+	}
+	if n >= MinHuffLiterals {
+		e.buf = e.buf[:0]
+		if body, ok := e.h.appendLiterals(e.buf, blk, &hist); ok {
+			body = append(body, 0) // Number_of_Sequences = 0
+			e.buf = body
+			if len(body) < n-minGain(n) {
+				dst = appendBlockHeader(dst, last, blockCompressed, len(body))
+				return append(dst, body...)
+			}
+		}
+	}
+	dst = appendBlockHeader(dst, last, blockRaw, n)
+	return append(dst, blk...)
+}
