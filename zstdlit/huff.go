@@ -171,6 +171,7 @@ func (h *huffEnc) appendTreeDesc(dst []byte) ([]byte, bool) {
 	var wbuf [256]byte
 	ws := h.weights(wbuf[:])
 	fse, fseOK := fseCompressWeights(ws)
+	fseOK = fseOK && len(fse) <= 127 // the header byte must stay below 128
 	direct := len(ws) <= 128
 	directSize := 1 + (len(ws)+1)/2
 	if fseOK && (!direct || 1+len(fse) <= directSize) {

@@ -331,12 +331,39 @@ func TestOutputIsAppendedToDst(t *testing.T) {
 }
 
 func FuzzEncodeDecodes(f *testing.F) {
+	// Seeds are cut to 20 KB to keep executions fast; the multi-block
+	// cases are covered by TestEveryFrameDecodesWithKlauspost.
 	for _, tc := range corpus() {
-		if len(tc.data) <= 300000 {
-			f.Add(tc.data)
-		}
+		f.Add(tc.data[:min(len(tc.data), 20000)])
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		decodes(t, src, Options{})
 	})
+}
+
+func TestATreeDescriptionThatCannotBeMadeFallsBackToRaw(t *testing.T) {
+	// 256 symbols of length 8: direct weights cannot describe Max_Symbol
+	// 255, and a single weight value cannot be FSE-coded.
+	var h huffEnc
+	var nb [256]uint8
+	for s := range nb {
+		nb[s] = 8
+	}
+	h.setLengths(&nb)
+	if _, ok := h.appendTreeDesc(nil); ok {
+		t.Fatal("a description was made for 256 equal weights")
+	}
+	if _, ok := h.appendLiteralsWithTable(nil, uniform(2000, 0, 255, 1)); ok {
+		t.Fatal("literals were coded without a description")
+	}
+	// With Max_Symbol ≤ 128 the same situation uses direct weights.
+	nb = [256]uint8{}
+	for s := 0; s < 128; s++ {
+		nb[s] = 7
+	}
+	h.setLengths(&nb)
+	desc, ok := h.appendTreeDesc(nil)
+	if !ok || desc[0] != 127+127 || len(desc) != 1+64 {
+		t.Fatalf("direct description % X", desc[:min(len(desc), 4)])
+	}
 }
