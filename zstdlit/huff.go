@@ -22,22 +22,24 @@ type bitWriter struct {
 	nbits uint
 }
 
+// add appends the n (≤ 32) low bits of v.
 func (w *bitWriter) add(v uint64, n uint) {
 	w.acc |= (v & (1<<n - 1)) << w.nbits
 	w.nbits += n
-	for w.nbits >= 8 {
-		w.out = append(w.out, byte(w.acc))
-		w.acc >>= 8
-		w.nbits -= 8
+	if w.nbits >= 32 {
+		w.out = binary.LittleEndian.AppendUint32(w.out, uint32(w.acc))
+		w.acc >>= 32
+		w.nbits -= 32
 	}
 }
 
 func (w *bitWriter) close() []byte {
 	w.add(1, 1)
-	if w.nbits > 0 {
+	for ; w.nbits > 0; w.nbits -= min(w.nbits, 8) {
 		w.out = append(w.out, byte(w.acc))
+		w.acc >>= 8
 	}
-	w.acc, w.nbits = 0, 0
+	w.acc = 0
 	return w.out
 }
 

@@ -37,6 +37,8 @@ package zstdlit
 
 import (
 	"encoding/binary"
+	"slices"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -62,15 +64,18 @@ type Options struct {
 
 // Encode appends one zstd frame holding src to dst and returns the result.
 func Encode(dst, src []byte, opt Options) []byte {
+	// The frame never exceeds header + raw blocks + checksum.
+	dst = slices.Grow(dst, 18+len(src)+3*(len(src)/MaxBlockSize+1)+4)
 	dst = appendFrameHeader(dst, uint64(len(src)), opt.Checksum)
 	if len(src) == 0 {
 		dst = appendBlockHeader(dst, true, blockRaw, 0)
 	}
-	var scratch encoder
+	e := encoders.Get().(*encoder)
 	for off := 0; off < len(src); off += MaxBlockSize {
 		end := min(off+MaxBlockSize, len(src))
-		dst = scratch.appendBlock(dst, src[off:end], end == len(src))
+		dst = e.appendBlock(dst, src[off:end], end == len(src))
 	}
+	encoders.Put(e)
 	if opt.Checksum {
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(xxhash.Sum64(src)))
 	}
@@ -127,24 +132,24 @@ func appendBlockHeader(dst []byte, last bool, typ, size int) []byte {
 // minGain is zstd's ZSTD_minGain for strategies below btultra.
 func minGain(n int) int { return n>>6 + 2 }
 
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
 type encoder struct {
-	h   huffEnc
-	buf []byte
+	hist [4][256]uint32
+	h    huffEnc
+	buf  []byte
 }
 
 func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
 	n := len(blk)
-	var hist [256]uint32
-	for _, b := range blk {
-		hist[b]++
-	}
+	hist := histogram(&e.hist, blk)
 	if n >= 2 && hist[blk[0]] == uint32(n) {
 		dst = appendBlockHeader(dst, last, blockRLE, n)
 		return append(dst, blk[0])
 	}
 	if n >= MinHuffLiterals {
 		e.buf = e.buf[:0]
-		if body, ok := e.h.appendLiterals(e.buf, blk, &hist); ok {
+		if body, ok := e.h.appendLiterals(e.buf, blk, hist); ok {
 			body = append(body, 0) // Number_of_Sequences = 0
 			e.buf = body
 			if len(body) < n-minGain(n) {
@@ -155,4 +160,24 @@ func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
 	}
 	dst = appendBlockHeader(dst, last, blockRaw, n)
 	return append(dst, blk...)
+}
+
+// histogram counts the bytes of b in four interleaved tables, which keeps
+// repeated bytes from serializing on one counter.
+func histogram(h *[4][256]uint32, b []byte) *[256]uint32 {
+	*h = [4][256]uint32{}
+	i := 0
+	for ; i+4 <= len(b); i += 4 {
+		h[0][b[i]]++
+		h[1][b[i+1]]++
+		h[2][b[i+2]]++
+		h[3][b[i+3]]++
+	}
+	for ; i < len(b); i++ {
+		h[0][b[i]]++
+	}
+	for s := range h[0] {
+		h[0][s] += h[1][s] + h[2][s] + h[3][s]
+	}
+	return &h[0]
 }

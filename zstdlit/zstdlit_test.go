@@ -2,6 +2,8 @@ package zstdlit
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -365,5 +367,30 @@ func TestATreeDescriptionThatCannotBeMadeFallsBackToRaw(t *testing.T) {
 	desc, ok := h.appendTreeDesc(nil)
 	if !ok || desc[0] != 127+127 || len(desc) != 1+64 {
 		t.Fatalf("direct description % X", desc[:min(len(desc), 4)])
+	}
+}
+
+// The bytes are the contract with the GPU kernels: any change to them is a
+// change of algorithm and must be made on both sides. The frames were checked
+// with klauspost and with `zstd -t`.
+func TestTheOutputBytesAreFixed(t *testing.T) {
+	src := []byte("ABEFABEFAAAAAAAABBBBEEFFAAAABBAAAAAAAABBBBEEFFAAAABBAAAAAAAABBBBEEFFAAAABBA")
+	want := []byte{
+		0x28, 0xB5, 0x2F, 0xFD, 0x20, 0x4B, // magic, Single_Segment, FCS 75
+		0xE5, 0x00, 0x00, // last Compressed block of 28 bytes
+		0xB2, 0x04, 0x06, // Huffman literals, 1 stream, 75 -> 24 bytes
+		0x07, 0xD0, 0xE7, 0x40, 0x25, 0x00, 0x5A, 0x02, // FSE weights, 7 bytes
+		0xEB, 0x13, 0xA0, 0xEA, 0xBF, 0x3E, 0x01, 0xAA, 0xFE, 0xEB, 0x13, 0xA0, 0xEA, 0x3F, 0x68, 0xD0,
+		0x00, // no sequences
+	}
+	if got := decodes(t, src, Options{}); !bytes.Equal(got, want) {
+		t.Fatalf("frame\n% X\nwant\n% X", got, want)
+	}
+	h := sha256.New()
+	for _, tc := range corpus() {
+		h.Write(Encode(nil, tc.data, Options{}))
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != "e90f1b97ebe960ed0b0e4f4b2f753a4de33e422c5775a74dd73509c64c62718d" {
+		t.Fatalf("the corpus encodes to different bytes: sha256 %s", got)
 	}
 }
