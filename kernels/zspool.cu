@@ -1,12 +1,14 @@
 // zspool.cu — the GPU engine's kernels: scatter (raw epoch batch → chunk
-// layout, with an all-fill flag per chunk) and aggregate (chunk sizes into
-// shard order, exclusive scan, gather into one shard-ordered buffer).
+// layout, with an all-fill flag per chunk), aggregate (chunk sizes into
+// shard order, exclusive scan, gather into one shard-ordered buffer) and
+// reduce (pyramid level l+1's dense frames from level l's).
 //
 // Built by `make kernels` into zspool.fatbin (compute_80 PTX + sm_90 SASS),
-// which the Go side embeds. The index math lives in layout.cuh, shared with
-// the host-side check.
+// which the Go side embeds. The index math lives in layout.cuh and the
+// pyramid arithmetic in reduce.cuh, both shared with the host-side check.
 
 #include "layout.cuh"
+#include "reduce.cuh"
 
 namespace {
 
@@ -175,6 +177,32 @@ __device__ __forceinline__ void gather(const zs_params *__restrict__ p, const ui
 	}
 }
 
+// reduce writes n_out dense output frames of a pyramid level at dst, each
+// reduced from the level above. The frames along dim 0 form one sequence V:
+// the pending frame (when has_p is 1) followed by the frames at src.
+// Output frame f takes its dim-0 contributors from V[f·nz] and, when nz is
+// 2 (a z-stack), V[f·nz + 1]; nz is 1 otherwise, and for a trailing
+// unpaired frame reduced alone. blockIdx.y walks the output frames, x the
+// elements of one frame.
+template <int KIND, int METHOD>
+__device__ __forceinline__ void reduce(const zs_reduce_params *__restrict__ p, uint8_t *__restrict__ dst,
+                                       const uint8_t *__restrict__ pend, const uint8_t *__restrict__ src,
+                                       uint64_t has_p, uint64_t n_out, uint64_t nz)
+{
+	const uint64_t per = p->out_elems, in_frame = p->in_frame, out_frame = p->out_frame;
+	for (uint64_t f = blockIdx.y; f < n_out; f += gridDim.y) {
+		const uint64_t v = f * nz;
+		const uint8_t *f0 = v < has_p ? pend : src + (v - has_p) * in_frame;
+		const uint8_t *f1 = NULL;
+		if (nz == 2)
+			f1 = v + 1 < has_p ? pend : src + (v + 1 - has_p) * in_frame;
+		uint8_t *out = dst + f * out_frame;
+		for (uint64_t e = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; e < per;
+		     e += (uint64_t)gridDim.x * blockDim.x)
+			zs_reduce_elem(p, KIND, METHOD, out, f0, f1, e);
+	}
+}
+
 } // namespace
 
 // The exported entry points: one per index width and access size, so the
@@ -219,3 +247,25 @@ ZS_GATHER(zs_gather_v2, 2)
 ZS_GATHER(zs_gather_v4, 4)
 ZS_GATHER(zs_gather_v8, 8)
 ZS_GATHER(zs_gather_v16, 16)
+
+// zs_reduce_k<kind>_m<method>: one kernel per element kind and method
+// (reduce.cuh's ZS_* numbers), so the arithmetic is specialised at compile
+// time.
+#define ZS_REDUCE(KIND, METHOD)                                                                      \
+	extern "C" __global__ void __launch_bounds__(256)                                            \
+	    zs_reduce_k##KIND##_m##METHOD(const zs_reduce_params *p, uint8_t *dst, const uint8_t *pend, \
+	                                  const uint8_t *src, uint64_t has_p, uint64_t n_out, uint64_t nz) \
+	{                                                                                            \
+		reduce<KIND, METHOD>(p, dst, pend, src, has_p, n_out, nz);                           \
+	}
+#define ZS_REDUCE_METHODS(KIND) ZS_REDUCE(KIND, 0) ZS_REDUCE(KIND, 1) ZS_REDUCE(KIND, 2) ZS_REDUCE(KIND, 3)
+ZS_REDUCE_METHODS(0)
+ZS_REDUCE_METHODS(1)
+ZS_REDUCE_METHODS(2)
+ZS_REDUCE_METHODS(3)
+ZS_REDUCE_METHODS(4)
+ZS_REDUCE_METHODS(5)
+ZS_REDUCE_METHODS(6)
+ZS_REDUCE_METHODS(7)
+ZS_REDUCE_METHODS(8)
+ZS_REDUCE_METHODS(9)

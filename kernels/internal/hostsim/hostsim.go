@@ -11,6 +11,7 @@ package hostsim
 #include <stdlib.h>
 #include <string.h>
 #include "layout.cuh"
+#include "reduce.cuh"
 
 // What one scatter thread does for output vector v, minus the warp vote.
 static void sim_scatter(const zs_params *p, int wide, const uint8_t *in, uint8_t *out, uint32_t *nonfill)
@@ -32,6 +33,21 @@ static void sim_scatter(const zs_params *p, int wide, const uint8_t *in, uint8_t
 			if (o[b])
 				nonfill[k] = 1;
 		}
+	}
+}
+
+// What the reduce kernels do, frame by frame and element by element.
+static void sim_reduce(const zs_reduce_params *p, int kind, int method, uint8_t *dst, const uint8_t *pend,
+                       const uint8_t *src, uint64_t has_p, uint64_t n_out, uint64_t nz)
+{
+	for (uint64_t f = 0; f < n_out; f++) {
+		const uint64_t v = f * nz;
+		const uint8_t *f0 = v < has_p ? pend : src + (v - has_p) * p->in_frame;
+		const uint8_t *f1 = NULL;
+		if (nz == 2)
+			f1 = v + 1 < has_p ? pend : src + (v + 1 - has_p) * p->in_frame;
+		for (uint64_t e = 0; e < p->out_elems; e++)
+			zs_reduce_elem(p, kind, method, dst + f * p->out_frame, f0, f1, e);
 	}
 }
 
@@ -89,6 +105,54 @@ func Run(p *layout.Params, wide bool, raw []byte) (*Result, error) {
 		r.NonFill[i] = f != 0
 	}
 	return r, nil
+}
+
+// Reduce runs the reduce kernel's arithmetic on the CPU: nOut output
+// frames into dst from the sequence (pend, when hasP) followed by the
+// frames of src, nz contributors along dim 0 each.
+func Reduce(r *layout.Reduce, dst, pend, src []byte, hasP bool, nOut, nz int64) error {
+	enc := r.Encode()
+	if len(enc) != C.sizeof_zs_reduce_params {
+		return fmt.Errorf("Go encodes %d bytes of zs_reduce_params, C has %d", len(enc), C.sizeof_zs_reduce_params)
+	}
+	need := func(what string, b []byte, n uint64) error {
+		if uint64(len(b)) < n {
+			return fmt.Errorf("reduce: %s holds %d bytes, needs %d", what, len(b), n)
+		}
+		return nil
+	}
+	inFrames := uint64(nOut * nz)
+	h := uint64(0)
+	if hasP {
+		h = 1
+		if err := need("pending frame", pend, r.InFrame); err != nil {
+			return err
+		}
+	}
+	if err := need("source", src, (inFrames-min(inFrames, h))*r.InFrame); err != nil {
+		return err
+	}
+	if err := need("destination", dst, uint64(nOut)*r.OutFrame); err != nil {
+		return err
+	}
+	cp := (*C.zs_reduce_params)(C.malloc(C.sizeof_zs_reduce_params))
+	defer C.free(unsafe.Pointer(cp))
+	C.memcpy(unsafe.Pointer(cp), unsafe.Pointer(&enc[0]), C.sizeof_zs_reduce_params)
+	ptr := func(b []byte) *C.uint8_t {
+		if len(b) == 0 {
+			return nil
+		}
+		return (*C.uint8_t)(unsafe.Pointer(&b[0]))
+	}
+	C.sim_reduce(cp, C.int(r.Kind), C.int(r.Method), ptr(dst), ptr(pend), ptr(src), C.uint64_t(h), C.uint64_t(nOut), C.uint64_t(nz))
+	return nil
+}
+
+// ReduceOffsets reports where the C compiler put zs_reduce_params' last
+// array, to check the Go encoding's field order.
+func ReduceOffsets() (dOut, size uintptr) {
+	var p C.zs_reduce_params
+	return unsafe.Offsetof(p.d_out), unsafe.Sizeof(p)
 }
 
 // Offsets reports where the C compiler put zs_params' last fields, to

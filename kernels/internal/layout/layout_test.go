@@ -58,3 +58,32 @@ func TestParams(t *testing.T) {
 		t.Fatal("a 4 GiB frame stayed on the 32-bit kernels")
 	}
 }
+
+func TestNewReduce(t *testing.T) {
+	// A 4-D level: channels kept, y and x halved, uint16 big endian.
+	r, err := NewReduce([]int64{3, 37, 33}, []int64{3, 19, 17}, []bool{false, true, true}, 2, KindU16, MethodMin, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Encode()) != ReduceEncodedSize {
+		t.Fatalf("encoded %d bytes, want %d", len(r.Encode()), ReduceEncodedSize)
+	}
+	if r.Rank != 3 || r.Swap != 1 || r.Halved != 2 || r.Narrow != 1 || r.OutElems != 3*19*17 || r.InFrame != 2*3*37*33 || r.OutFrame != 2*3*19*17 {
+		t.Fatalf("params %+v", r)
+	}
+	// Halved strides run from the fastest dim: x (2 bytes), then y.
+	if r.HStride[0] != 2 || r.HStride[1] != 2*33 || r.InStride[0] != 2*37*33 {
+		t.Fatalf("strides %v, halved strides %v", r.InStride, r.HStride)
+	}
+	if _, err := NewReduce([]int64{5}, []int64{2}, []bool{true}, 1, KindU8, MethodMean, false); err == nil {
+		t.Fatal("5 halved into 2: no error")
+	}
+	if _, err := Kind("complex64"); err == nil {
+		t.Fatal("Kind(complex64): no error")
+	}
+	for m, name := range []string{"mean", "min", "max", "decimate"} {
+		if got, err := Method(name); err != nil || got != m {
+			t.Fatalf("Method(%q) = %d, %v", name, got, err)
+		}
+	}
+}
