@@ -101,6 +101,7 @@ type Device struct {
 type functions struct {
 	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
 	keys, scan                   cu.Function
+	reduce                       [layout.Kinds][layout.Methods]cu.Function
 }
 
 // Open creates a context on GPU ordinal and loads the kernels.
@@ -173,6 +174,11 @@ func (d *Device) setup(ordinal int) error {
 	}
 	d.fn.keys = get("zs_chunk_keys")
 	d.fn.scan = get("zs_exclusive_scan")
+	for k := range layout.Kinds {
+		for m := range layout.Methods {
+			d.fn.reduce[k][m] = get(fmt.Sprintf("zs_reduce_k%d_m%d", k, m))
+		}
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -278,6 +284,51 @@ func (d *Device) aggregate(s cu.Stream, bk *batchKernels, layout, nonfill, keyOf
 	gy := int(min(p.NChunks, 65535))
 	if err := bk.gather.Launch(gx, gy, 1, scatterThreads, 1, 1, 0, s, args(bk.dParams, layout, keyOf, offsets, out)); err != nil {
 		return fmt.Errorf("launch gather: %w", err)
+	}
+	return nil
+}
+
+// reduceKernel is one pyramid level's reduction: its parameters in device
+// memory and the kernel of its element kind and method.
+type reduceKernel struct {
+	r       *layout.Reduce
+	dParams cu.DevicePtr
+	fn      cu.Function
+}
+
+// prepareReduce uploads a level's reduction parameters. On the device
+// goroutine.
+func (d *Device) prepareReduce(r *layout.Reduce) (*reduceKernel, error) {
+	enc := r.Encode()
+	dp, err := cu.MemAlloc(int64(len(enc)))
+	if err != nil {
+		return nil, fmt.Errorf("allocate reduce parameters: %w", err)
+	}
+	if err := cu.MemcpyHtoD(dp, unsafe.Pointer(&enc[0]), int64(len(enc))); err != nil {
+		_ = cu.MemFree(dp)
+		return nil, fmt.Errorf("upload reduce parameters: %w", err)
+	}
+	return &reduceKernel{r: r, dParams: dp, fn: d.fn.reduce[r.Kind][r.Method]}, nil
+}
+
+// reduceThreads is the reduce kernels' block size (their launch bound).
+const reduceThreads = 256
+
+// reduce launches nOut output frames of a level into dst, from the
+// sequence (pend, when hasPending) followed by the frames at src, nz
+// contributors along dim 0 each. On the device goroutine.
+func (d *Device) reduce(s cu.Stream, rk *reduceKernel, dst, pend, src cu.DevicePtr, hasPending bool, nOut, nz int64) error {
+	if nOut < 1 {
+		return nil
+	}
+	gx := int(min(ceilDiv(rk.r.OutElems, reduceThreads), 1<<16))
+	gy := int(min(uint64(nOut), 65535))
+	h := cu.DevicePtr(0)
+	if hasPending {
+		h = 1
+	}
+	if err := rk.fn.Launch(gx, gy, 1, reduceThreads, 1, 1, 0, s, args(rk.dParams, dst, pend, src, h, cu.DevicePtr(nOut), cu.DevicePtr(nz))); err != nil {
+		return fmt.Errorf("launch reduce: %w", err)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -255,14 +254,4 @@ func sameIndexes(t *testing.T, cpu, gpu *zarr.Array) {
 		t.Fatal(err)
 	}
 	t.Logf("%d shards, %d chunks present", g.ShardCount(), present)
-}
-
-// TestEngineRefusesMultiscale: level 0 only, said so the caller can fall
-// back to the CPU engine.
-func TestEngineRefusesMultiscale(t *testing.T) {
-	d := openDevice(t)
-	p := &pipeline.Plan{Levels: make([]pipeline.Level, 2)}
-	if _, err := NewEngine(d, p); !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("NewEngine of a plan of two levels: %v, want ErrUnsupported", err)
-	}
 }
