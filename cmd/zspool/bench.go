@@ -25,13 +25,14 @@ type benchSpec struct {
 	frames, side, chunk, depth int64
 	codec                      string
 	level                      int
+	multiscale                 bool // a mean pyramid over y and x, default levels
 }
 
 func (b benchSpec) frameBytes() int64 { return b.side * b.side * 2 }
 
 // manifest is the acquisition's manifest document.
 func (b benchSpec) manifest(data string) ([]byte, error) {
-	return json.MarshalIndent(map[string]any{
+	m := map[string]any{
 		"version": 1, "data": data, "dtype": "uint16", "name": "bench",
 		"dimensions": []map[string]any{
 			{"name": "t", "type": "time", "size": 0, "chunk": b.depth},
@@ -40,7 +41,23 @@ func (b benchSpec) manifest(data string) ([]byte, error) {
 		},
 		"compression": map[string]any{"codec": b.codec, "level": b.level},
 		"attributes":  map[string]any{"instrument": "zspool synthetic camera"},
-	}, "", "  ")
+	}
+	if b.multiscale {
+		m["multiscale"] = map[string]any{"method": "mean"}
+	}
+	return json.MarshalIndent(m, "", "  ")
+}
+
+// passes are the conversions one bench makes: the spec alone or, with
+// --multiscale, the single-level figure first and then the pyramid's, on
+// the same input.
+func (b benchSpec) passes() []benchSpec {
+	if !b.multiscale {
+		return []benchSpec{b}
+	}
+	single := b
+	single.multiscale = false
+	return []benchSpec{single, b}
 }
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -53,6 +70,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	level := fs.Int("level", 1, "zstd level")
 	source := fs.String("source", "", "file: convert a synthetic raw file; pinned (GPU): synthetic frames placed in the engine's pinned staging buffers, no file (default: pinned for --engine gpu --codec none, file otherwise)")
 	keep := fs.String("keep", "", "write the synthetic raw file here and keep it (to compare other tools on the same bytes)")
+	multiscale := fs.Bool("multiscale", false, "convert twice, level 0 alone and with a mean pyramid over y and x (default levels), and report the pyramid's end-to-end rate against the single-level one")
 	var ef engineFlags
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -73,7 +91,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			kind = "gpu"
 		}
 	}
-	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, codec: *codec, level: *level}
+	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, codec: *codec, level: *level, multiscale: *multiscale}
 	if spec.depth <= 0 {
 		spec.depth = 1
 		if kind == "gpu" {
@@ -89,21 +107,32 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	log, _ := newLogger(stderr, "info")
+	var rates []float64
 	switch src {
 	case "file":
-		return benchFile(ctx, log, spec, kind, opts, *keep, stdout, stderr)
+		rates, err = benchFile(ctx, log, spec, kind, opts, *keep, stdout, stderr)
 	case "pinned":
-		return benchPinned(ctx, log, spec, kind, opts, stdout)
+		rates, err = benchPinned(ctx, log, spec, kind, opts, stdout)
+	default:
+		return &exitError{code: 2, err: fmt.Errorf("--source: %q is not file or pinned", src)}
 	}
-	return &exitError{code: 2, err: fmt.Errorf("--source: %q is not file or pinned", src)}
+	if err != nil {
+		return err
+	}
+	if len(rates) == 2 {
+		fmt.Fprintf(stdout, "\nmultiscale: single-level %.3f GiB/s, with pyramid %.3f GiB/s: the pyramid runs at %.1f%% of the single-level rate\n",
+			rates[0]/(1<<30), rates[1]/(1<<30), 100*rates[1]/rates[0])
+	}
+	return nil
 }
 
 // benchFile converts a synthetic raw file written to disk first, the way
-// `zspool convert` reads one, into a sink that keeps nothing.
-func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, keep string, stdout, stderr io.Writer) error {
+// `zspool convert` reads one, into a sink that keeps nothing: once per
+// pass, each pass's end-to-end rate returned.
+func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, keep string, stdout, stderr io.Writer) ([]float64, error) {
 	dir, err := os.MkdirTemp("", "zspool-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	raw := filepath.Join(dir, "bench.raw")
@@ -114,81 +143,110 @@ func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string
 	err = writeSynthetic(ctx, raw, spec.frames, spec.side, spec.side, bar.Set)
 	bar.Done()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var rates []float64
+	for i, pass := range spec.passes() {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		rate, err := benchFilePass(ctx, log, pass, kind, opts, raw, stdout)
+		if err != nil {
+			return nil, err
+		}
+		rates = append(rates, rate)
+	}
+	return rates, nil
+}
+
+func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, raw string, stdout io.Writer) (float64, error) {
 	doc, err := spec.manifest(filepath.Base(raw))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	manifest := filepath.Join(filepath.Dir(raw), "bench.json")
 	if err := os.WriteFile(manifest, doc, 0o644); err != nil {
-		return err
+		return 0, err
 	}
 	defer os.Remove(manifest)
 
 	src, err := pipeline.OpenSource(manifest)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer src.Close()
 	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	eng, err := newEngine(log, kind, plan)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer eng.Close()
 	benchHeader(stdout, eng, plan, spec, "raw file "+raw)
 	if err := benchCopies(stdout, eng); err != nil {
-		return err
+		return 0, err
 	}
 	res, err := pipeline.Convert(ctx, log, src, plan, eng, &pipeline.Discard{}, pipeline.ConvertOptions{Version: buildVersion()})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	writeStages(stdout, res.Stages)
-	benchResult(stdout, res.BytesIn, res.BytesOut, res.Elapsed, eng)
-	return nil
+	return benchResult(stdout, res.BytesIn, res.BytesOut, res.Elapsed, eng), nil
 }
 
 // benchPinned measures the GPU engine alone: synthetic frames placed once
 // in its pinned staging buffers (no file, no reader), epoch after epoch
 // through the engine into shard bytes in host memory, handed to a sink
-// that keeps nothing.
-func benchPinned(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, stdout io.Writer) error {
+// that keeps nothing. Once per pass, each pass's end-to-end rate returned.
+func benchPinned(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, stdout io.Writer) ([]float64, error) {
+	var rates []float64
+	for i, pass := range spec.passes() {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		rate, err := benchPinnedPass(ctx, log, pass, kind, opts, stdout)
+		if err != nil {
+			return nil, err
+		}
+		rates = append(rates, rate)
+	}
+	return rates, nil
+}
+
+func benchPinnedPass(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, stdout io.Writer) (float64, error) {
 	doc, err := spec.manifest("bench.raw")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	m, err := config.ParseManifest(doc, "bench")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	plan, err := pipeline.NewPlan(m, "bench.raw", spec.frames*spec.frameBytes(), opts)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	eng, err := newEngine(log, kind, plan)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer eng.Close()
 	st, ok := eng.(pipeline.Stager)
 	if !ok {
-		return &exitError{code: 2, err: fmt.Errorf("--source pinned needs the GPU engine (this is the %s engine)", kind)}
+		return 0, &exitError{code: 2, err: fmt.Errorf("--source pinned needs the GPU engine (this is the %s engine)", kind)}
 	}
 	bufs := st.StagingBuffers()
 	fillFrames(bufs, spec)
 	benchHeader(stdout, eng, plan, spec, "synthetic frames placed in the engine's pinned staging buffers")
 	if err := benchCopies(stdout, eng); err != nil {
-		return err
+		return 0, err
 	}
 	// A short untimed pass loads and warms everything first.
 	warm := min(4, plan.Epochs())
 	if _, _, err := pinnedPass(ctx, eng, plan, bufs, warm); err != nil {
-		return err
+		return 0, err
 	}
 	if r, ok := eng.(interface{ ResetStages() }); ok {
 		r.ResetStages()
@@ -196,14 +254,13 @@ func benchPinned(ctx context.Context, log *zap.Logger, spec benchSpec, kind stri
 	start := time.Now()
 	in, asm, err := pinnedPass(ctx, eng, plan, bufs, plan.Epochs())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	elapsed := time.Since(start)
 	// The source took no time: the frames were in place before the clock.
 	stages := append([]pipeline.Stage{{Name: "read", Bytes: in}}, eng.Stages()...)
 	writeStages(stdout, append(stages, asm.Stage()))
-	benchResult(stdout, in, asm.Written(), elapsed, eng)
-	return nil
+	return benchResult(stdout, in, asm.Written(), elapsed, eng), nil
 }
 
 // pinnedPass runs epochs epochs through the engine, epoch e read from
@@ -271,6 +328,15 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 		fmt.Fprintf(w, " level %d", spec.level)
 	}
 	fmt.Fprintf(w, "\nsource: %s\n", source)
+	if len(plan.Levels) > 1 {
+		fmt.Fprintf(w, "pyramid: %d levels, %s:", len(plan.Levels), plan.Manifest.Multiscale.Method)
+		for _, l := range plan.Levels {
+			fmt.Fprintf(w, " %v", l.Grid.Shape[1:])
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "level 0 only")
+	}
 }
 
 // benchCopies prints the GPU's pinned copy bandwidth, the ceiling of the
@@ -290,7 +356,9 @@ func benchCopies(w io.Writer, eng pipeline.Engine) error {
 	return nil
 }
 
-func benchResult(w io.Writer, in, out int64, elapsed time.Duration, eng pipeline.Engine) {
+// benchResult prints the end-to-end figure and returns the rate in bytes
+// of input a second.
+func benchResult(w io.Writer, in, out int64, elapsed time.Duration, eng pipeline.Engine) float64 {
 	ratio := 0.0
 	if out > 0 {
 		ratio = float64(in) / float64(out)
@@ -305,6 +373,7 @@ func benchResult(w io.Writer, in, out int64, elapsed time.Duration, eng pipeline
 			fmt.Fprintf(w, "pinned H2D measured after the run: %.2f GiB/s; end-to-end is %.1f%% of it\n", r.H2D/(1<<30), 100*rate/r.H2D)
 		}
 	}
+	return rate
 }
 
 // writeStages prints the stage table in GB/s (10^9 bytes) and busy
