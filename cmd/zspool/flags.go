@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/zspool/zspool/config"
 )
 
 // newFlags makes a command's flag set; pflag lets flags follow the
@@ -33,23 +33,9 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
-// parseSize reads sizes like 512MiB, 2GiB, 16MB or a plain byte count.
+// parseSize reads a size flag with the config file's syntax (512MiB,
+// 16 MiB, 1.5GB, a plain byte count), so a value means the same in both.
 func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q is not a size (try 512MiB or 2GiB)", s)
-	}
-	return int64(v * float64(mult)), nil
+	v, err := config.ParseSize(s)
+	return int64(v), err
 }
