@@ -7,6 +7,7 @@ import (
 	"math/bits"
 
 	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/zarr"
 )
 
 // Reducer computes one pyramid level's frames from the level above: each
@@ -50,12 +51,11 @@ func (r *Reducer) Reduce(dst []byte, srcs [][]byte, in, out []int64, half []bool
 		inStride[d] = s
 		s *= in[d]
 	}
-	o := make([]int64, k)
 	lo := make([]int64, k)
 	n := make([]int64, k)
 	idx := make([]int64, k)
 	var outOff int64
-	for {
+	_ = zarr.ForEach(out, func(o []int64) error {
 		var base int64
 		cnt := int64(len(srcs))
 		for d := range k {
@@ -70,18 +70,8 @@ func (r *Reducer) Reduce(dst []byte, srcs [][]byte, in, out []int64, half []bool
 		}
 		r.reduceBox(dst[outOff:outOff+int64(r.elem)], srcs, base, inStride, n, idx, cnt)
 		outOff += int64(r.elem)
-		d := k - 1
-		for ; d >= 0; d-- {
-			o[d]++
-			if o[d] < out[d] {
-				break
-			}
-			o[d] = 0
-		}
-		if d < 0 {
-			return
-		}
-	}
+		return nil
+	})
 }
 
 // reduceBox visits the box's elements in every source frame and reduces
