@@ -3,13 +3,12 @@ package zstdlit
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
-	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/zspool/zspool/zstdlit/corpus"
 )
 
 var decoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
@@ -27,167 +26,26 @@ func decodes(t testing.TB, src []byte, opt Options) []byte {
 	return frame
 }
 
-func geometric(n int, p float64, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 1))
-	b := make([]byte, n)
-	for i := range b {
-		k := 0
-		for k < 255 && r.Float64() > p {
-			k++
-		}
-		b[i] = byte(k)
-	}
-	return b
-}
-
-func uniform(n int, lo, hi int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 2))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(lo + r.IntN(hi-lo+1))
-	}
-	return b
-}
-
-// fibonacci gives symbol i a count of Fib(i): the deepest Huffman trees.
-func fibonacci(symbols int) []byte {
-	var b []byte
-	f0, f1 := 1, 1
-	for s := 0; s < symbols; s++ {
-		b = append(b, bytes.Repeat([]byte{byte(s)}, f0)...)
-		f0, f1 = f1, f0+f1
-	}
-	r := rand.New(rand.NewPCG(7, 7))
-	r.Shuffle(len(b), func(i, j int) { b[i], b[j] = b[j], b[i] })
-	return b
-}
-
-func u16le(vals []uint16) []byte {
-	b := make([]byte, 2*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint16(b[2*i:], v)
-	}
-	return b
-}
-
-func gaussian12(n int, mean, sd float64, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 3))
-	v := make([]uint16, n)
-	for i := range v {
-		x := math.Round(mean + sd*r.NormFloat64())
-		v[i] = uint16(min(max(x, 0), 4095))
-	}
-	return u16le(v)
-}
-
-func uniform12(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 4))
-	v := make([]uint16, n)
-	for i := range v {
-		v[i] = uint16(r.IntN(4096))
-	}
-	return u16le(v)
-}
-
-func poisson(r *rand.Rand, lambda float64) int {
-	if lambda > 30 {
-		return int(math.Max(0, math.Round(lambda+math.Sqrt(lambda)*r.NormFloat64())))
-	}
-	l, k, p := math.Exp(-lambda), 0, 1.0
-	for {
-		p *= r.Float64()
-		if p <= l {
-			return k
-		}
-		k++
-	}
-}
-
-// dim12: a dark frame, offset 100 with read noise, sparse bright events.
-func dim12(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 5))
-	v := make([]uint16, n)
-	for i := range v {
-		x := 100 + poisson(r, 1.5)
-		if r.IntN(500) == 0 {
-			x += r.IntN(3000)
-		}
-		v[i] = uint16(min(x, 4095))
-	}
-	return u16le(v)
-}
-
-// bright12: shot noise around a bright, slowly varying level.
-func bright12(n int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 6))
-	v := make([]uint16, n)
-	for i := range v {
-		level := 2000 + 1000*math.Sin(float64(i)/5000)
-		v[i] = uint16(min(poisson(r, level), 4095))
-	}
-	return u16le(v)
-}
-
-type corpusCase struct {
-	name string
-	data []byte
-}
-
-func corpus() []corpusCase {
-	all := make([]byte, 4096)
-	for i := range all {
-		all[i] = byte(i)
-	}
-	tail := uniform(1000003, 0, 40, 9)
-	return []corpusCase{
-		{"an empty input", nil},
-		{"one byte", []byte{42}},
-		{"five bytes of one symbol", []byte("aaaaa")},
-		{"five distinct bytes", []byte("abcde")},
-		{"a 63-byte block just under the Huffman cut-off", uniform(63, 0, 3, 1)},
-		{"a 64-byte block at the Huffman cut-off", uniform(64, 0, 3, 1)},
-		{"one symbol over a whole block", bytes.Repeat([]byte{7}, MaxBlockSize)},
-		{"one symbol over several blocks", bytes.Repeat([]byte{0}, 3*MaxBlockSize+5)},
-		{"two symbols", uniform(5000, 10, 11, 2)},
-		{"two symbols, heavily skewed", append(bytes.Repeat([]byte{1}, 10000), 200)},
-		{"all 256 symbols once each", all[:256]},
-		{"all 256 symbols evenly", all},
-		{"all 256 symbols uniform random", uniform(MaxBlockSize, 0, 255, 3)},
-		{"only symbols above 128", uniform(20000, 129, 255, 4)},
-		{"only symbols above 128, few", uniform(2000, 200, 203, 4)},
-		{"a geometric distribution p=0.5 (deep tree)", geometric(100000, 0.5, 5)},
-		{"a geometric distribution p=0.3", geometric(100000, 0.3, 6)},
-		{"a geometric distribution p=0.05 (wide)", geometric(100000, 0.05, 7)},
-		{"fibonacci counts over 20 symbols (depth limited to 11)", fibonacci(20)},
-		{"fibonacci counts over 25 symbols", fibonacci(25)},
-		{"1023 literals (one stream)", uniform(1023, 0, 15, 8)},
-		{"1024 literals (four streams)", uniform(1024, 0, 15, 8)},
-		{"1025 literals, a tail not a multiple of 4", uniform(1025, 0, 15, 8)},
-		{"1026 literals", uniform(1026, 0, 15, 8)},
-		{"1027 literals", uniform(1027, 0, 15, 8)},
-		{"16383 literals (14-bit sizes)", uniform(16383, 0, 15, 8)},
-		{"16384 literals (18-bit sizes)", uniform(16384, 0, 15, 8)},
-		{"a chunk not a multiple of 128 KiB with a 3-byte last block", uniform(2*MaxBlockSize+3, 0, 40, 9)},
-		{"a chunk of about 1 MB", tail},
-		{"12-bit gaussian camera data", gaussian12(200000, 1500, 40, 10)},
-		{"12-bit narrow gaussian camera data", gaussian12(200000, 300, 3, 11)},
-		{"12-bit uniform camera data", uniform12(200000, 12)},
-		{"12-bit dim sparse camera data", dim12(200000, 13)},
-		{"12-bit bright shot-noise camera data", bright12(200000, 14)},
+// The corpus cannot import zstdlit (these tests import it), so it keeps
+// its own copy of the block size; its block-boundary cases are only
+// boundaries while the two agree.
+func TestTheCorpusBlockSizeIsTheEncoders(t *testing.T) {
+	if corpus.BlockSize != MaxBlockSize {
+		t.Fatalf("corpus.BlockSize %d, MaxBlockSize %d", corpus.BlockSize, MaxBlockSize)
 	}
 }
 
 func TestEveryFrameDecodesWithKlauspost(t *testing.T) {
-	for _, tc := range corpus() {
-		t.Run(tc.name, func(t *testing.T) {
-			decodes(t, tc.data, Options{})
-			decodes(t, tc.data, Options{Checksum: true})
+	for _, tc := range corpus.Cases() {
+		t.Run(tc.Name, func(t *testing.T) {
+			decodes(t, tc.Data, Options{})
+			decodes(t, tc.Data, Options{Checksum: true})
 		})
 	}
 }
 
 func TestFramesOver8MiBUseA128KiBWindowAndKeepTheContentSize(t *testing.T) {
-	src := gaussian12((8<<20)/2+100, 1000, 20, 1)
+	src := corpus.Gaussian12((8<<20)/2+100, 1000, 20, 1)
 	frame := decodes(t, src, Options{})
 	var h zstd.Header
 	if err := h.Decode(frame); err != nil {
@@ -200,7 +58,7 @@ func TestFramesOver8MiBUseA128KiBWindowAndKeepTheContentSize(t *testing.T) {
 
 func TestFrameContentSizeIsAlwaysPresent(t *testing.T) {
 	for _, n := range []int{0, 1, 255, 256, 65791, 65792, 256 << 10, 1 << 20, 8 << 20} {
-		src := uniform(n, 0, 9, uint64(n))
+		src := corpus.Uniform(n, 0, 9, uint64(n))
 		frame := decodes(t, src, Options{})
 		var h zstd.Header
 		if err := h.Decode(frame); err != nil {
@@ -217,7 +75,7 @@ func TestFrameContentSizeIsAlwaysPresent(t *testing.T) {
 }
 
 func TestTheChecksumOptionWritesXXH64(t *testing.T) {
-	frame := decodes(t, uniform(5000, 0, 7, 1), Options{Checksum: true})
+	frame := decodes(t, corpus.Uniform(5000, 0, 7, 1), Options{Checksum: true})
 	var h zstd.Header
 	if err := h.Decode(frame); err != nil {
 		t.Fatal(err)
@@ -258,9 +116,9 @@ func TestBlockChoices(t *testing.T) {
 		want blk
 	}{
 		{"a block of one distinct byte is RLE", bytes.Repeat([]byte{9}, 1000), blk{blockRLE, 1000}},
-		{"a block under 64 bytes is raw", uniform(63, 0, 1, 1), blk{blockRaw, 63}},
-		{"uniform random bytes are raw", uniform(MaxBlockSize, 0, 255, 1), blk{blockRaw, MaxBlockSize}},
-		{"skewed bytes are compressed", geometric(MaxBlockSize, 0.5, 1), blk{blockCompressed, -1}},
+		{"a block under 64 bytes is raw", corpus.Uniform(63, 0, 1, 1), blk{blockRaw, 63}},
+		{"uniform random bytes are raw", corpus.Uniform(MaxBlockSize, 0, 255, 1), blk{blockRaw, MaxBlockSize}},
+		{"skewed bytes are compressed", corpus.Geometric(MaxBlockSize, 0.5, 1), blk{blockCompressed, -1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -276,11 +134,11 @@ func TestBlockChoices(t *testing.T) {
 }
 
 func TestCodeLengthsAreCompleteAndLimitedTo11Bits(t *testing.T) {
-	for _, tc := range corpus() {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range corpus.Cases() {
+		t.Run(tc.Name, func(t *testing.T) {
 			var hist [256]uint32
 			distinct := 0
-			for _, b := range tc.data[:min(len(tc.data), MaxBlockSize)] {
+			for _, b := range tc.Data[:min(len(tc.Data), MaxBlockSize)] {
 				if hist[b] == 0 {
 					distinct++
 				}
@@ -310,7 +168,7 @@ func TestCodeLengthsAreCompleteAndLimitedTo11Bits(t *testing.T) {
 
 func TestTheLengthLimitBindsOnDeepTrees(t *testing.T) {
 	var hist [256]uint32
-	for _, b := range fibonacci(25) {
+	for _, b := range corpus.Fibonacci(25) {
 		hist[b]++
 	}
 	var pm packageMerge
@@ -324,7 +182,7 @@ func TestTheLengthLimitBindsOnDeepTrees(t *testing.T) {
 }
 
 func TestOutputIsAppendedToDst(t *testing.T) {
-	src := geometric(3000, 0.4, 3)
+	src := corpus.Geometric(3000, 0.4, 3)
 	prefix := []byte("prefix")
 	out := Encode(append([]byte(nil), prefix...), src, Options{})
 	if !bytes.Equal(out[:len(prefix)], prefix) || !bytes.Equal(out[len(prefix):], Encode(nil, src, Options{})) {
@@ -335,8 +193,8 @@ func TestOutputIsAppendedToDst(t *testing.T) {
 func FuzzEncodeDecodes(f *testing.F) {
 	// Seeds are cut to 20 KB to keep executions fast; the multi-block
 	// cases are covered by TestEveryFrameDecodesWithKlauspost.
-	for _, tc := range corpus() {
-		f.Add(tc.data[:min(len(tc.data), 20000)])
+	for _, tc := range corpus.Cases() {
+		f.Add(tc.Data[:min(len(tc.Data), 20000)])
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		decodes(t, src, Options{})
@@ -355,7 +213,7 @@ func TestATreeDescriptionThatCannotBeMadeFallsBackToRaw(t *testing.T) {
 	if _, ok := h.appendTreeDesc(nil); ok {
 		t.Fatal("a description was made for 256 equal weights")
 	}
-	if _, ok := h.appendLiteralsWithTable(nil, uniform(2000, 0, 255, 1)); ok {
+	if _, ok := h.appendLiteralsWithTable(nil, corpus.Uniform(2000, 0, 255, 1)); ok {
 		t.Fatal("literals were coded without a description")
 	}
 	// With Max_Symbol ≤ 128 the same situation uses direct weights.
@@ -387,8 +245,8 @@ func TestTheOutputBytesAreFixed(t *testing.T) {
 		t.Fatalf("frame\n% X\nwant\n% X", got, want)
 	}
 	h := sha256.New()
-	for _, tc := range corpus() {
-		h.Write(Encode(nil, tc.data, Options{}))
+	for _, tc := range corpus.Cases() {
+		h.Write(Encode(nil, tc.Data, Options{}))
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != "e90f1b97ebe960ed0b0e4f4b2f753a4de33e422c5775a74dd73509c64c62718d" {
 		t.Fatalf("the corpus encodes to different bytes: sha256 %s", got)
