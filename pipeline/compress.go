@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/zspool/zspool/zstdlit"
 )
 
 // singleSegmentMax is the largest chunk written as a single-segment frame.
@@ -19,10 +21,11 @@ import (
 const singleSegmentMax = 8 << 20
 
 // Compressor turns the chunks of one chunk row into stored bytes on
-// GOMAXPROCS-style workers, each owning its zstd encoder and scratch
-// buffer. Engines differ in where chunk bytes come from (the CPU engine
-// scatters them; the GPU engine hands over its chunk-layout buffer); the
-// encoding and the fill-chunk rule are this one code path.
+// GOMAXPROCS-style workers, each owning its zstd encoder (klauspost, or
+// zstdlit when Options.ZstdEncoder is EncoderLit) and scratch buffer.
+// Engines differ in where chunk bytes come from (the CPU engine scatters
+// them; the GPU engine hands over its chunk-layout buffer); the encoding
+// and the fill-chunk rule are this one code path.
 type Compressor struct {
 	workers []*compressWorker
 	zero    []byte   // a fill-valued chunk
@@ -33,7 +36,8 @@ type Compressor struct {
 }
 
 type compressWorker struct {
-	enc     *zstd.Encoder
+	enc     *zstd.Encoder // klauspost; nil with zstdlit or no codec
+	lit     bool          // encode with zstdlit
 	scratch []byte
 }
 
@@ -41,10 +45,22 @@ type compressWorker struct {
 func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compressor, error) {
 	c := &Compressor{zero: make([]byte, chunkBytes), outs: make([][]byte, n), absent: make([]bool, n),
 		fill: newMeter(fillStage), encode: newMeter("compress")}
+	// NewPlan checked this already; a Plan made some other way must not
+	// fall through to klauspost with a misspelt encoder.
+	if err := checkZstdEncoder(p.Options.ZstdEncoder); err != nil {
+		return nil, err
+	}
 	m := p.Manifest
 	for range p.Options.Workers {
 		w := &compressWorker{scratch: make([]byte, chunkBytes)}
-		if m.Compression.Codec == "zstd" {
+		switch {
+		case m.Compression.Codec != "zstd":
+		case p.Options.ZstdEncoder == EncoderLit:
+			// zstdlit keeps its tables in a pool of its own, and writes
+			// Frame_Content_Size into every frame and single-segment
+			// frames up to 8 MiB, as singleSegmentMax asks.
+			w.lit = true
+		default:
 			enc, err := zstd.NewWriter(nil,
 				zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(m.Compression.Level)),
 				zstd.WithAllLitEntropyCompression(true),
@@ -87,6 +103,8 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 				c.absent[i] = bytes.Equal(b, c.zero)
 				switch {
 				case c.absent[i]:
+				case w.lit:
+					c.outs[i] = zstdlit.Encode(c.outs[i][:0], b, zstdlit.Options{})
 				case w.enc != nil:
 					c.outs[i] = w.enc.EncodeAll(b, c.outs[i][:0])
 				default:

@@ -39,6 +39,42 @@ type Options struct {
 	// parts in flight). Both count toward the working set.
 	ShardBuffer int64
 	SinkFixed   int64
+	// ZstdEncoder picks the zstd encoder when the manifest's codec is
+	// zstd: EncoderDefault, EncoderKlauspost or EncoderLit.
+	//
+	// CPU engine: default klauspost. GPU engine: default is its own GPU
+	// literals encoder, which writes exactly what EncoderLit writes;
+	// EncoderKlauspost makes the GPU engine compress on the CPU with
+	// klauspost.
+	//
+	// The manifest's compression.level applies to klauspost only: zstdlit
+	// has no levels (it searches no matches), so with EncoderLit, or the
+	// GPU engine's default, the level is written into zarr.json but
+	// changes no byte of the chunks.
+	ZstdEncoder string
+}
+
+// The zstd encoders Options.ZstdEncoder names.
+const (
+	// EncoderDefault is the engine's own choice: klauspost on the CPU
+	// engine, the GPU literals encoder on the GPU engine.
+	EncoderDefault = ""
+	// EncoderKlauspost is github.com/klauspost/compress/zstd at the
+	// manifest's level, on the CPU.
+	EncoderKlauspost = "klauspost"
+	// EncoderLit is zstdlit, the literals-only encoder, on the CPU: the
+	// byte-exact reference of the GPU encoder.
+	EncoderLit = "lit"
+)
+
+// checkZstdEncoder refuses an encoder name NewCompressor would not know,
+// before anything is read or written.
+func checkZstdEncoder(name string) error {
+	switch name {
+	case EncoderDefault, EncoderKlauspost, EncoderLit:
+		return nil
+	}
+	return fmt.Errorf("zstd_encoder: %q is not one of %q, %q (or empty for the engine's default)", name, EncoderKlauspost, EncoderLit)
 }
 
 func (o Options) withDefaults() Options {
@@ -96,6 +132,9 @@ func (w WorkingSet) String() string {
 // InputErrors; errors about the knobs say which knob to change.
 func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*Plan, error) {
 	opts = opts.withDefaults()
+	if err := checkZstdEncoder(opts.ZstdEncoder); err != nil {
+		return nil, err
+	}
 	if opts.PartSize < MinPartSize {
 		return nil, fmt.Errorf("part_size %s is below S3's minimum of 5 MiB", FormatBytes(opts.PartSize))
 	}

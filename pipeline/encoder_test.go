@@ -1,0 +1,180 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/localfs"
+	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zarr"
+	"github.com/zspool/zspool/zstdlit"
+	"github.com/zspool/zspool/zstdlit/corpus"
+)
+
+// encoderAcq writes a 5×300×170 uint16 acquisition in 2×256×160 chunks
+// (160 KiB: two zstd blocks, the second short; ragged in y and x) whose
+// epochs differ: 12-bit gaussian frames (Huffman literals), frames of one
+// value (Huffman over two symbols beside the zero padding), and a last
+// frame of fill (absent chunks).
+func encoderAcq(t *testing.T, dir string) (manifest string, raw []byte) {
+	t.Helper()
+	const frame = 300 * 170
+	raw = append(corpus.Gaussian12(2*frame, 1500, 40, 1), make([]byte, 3*frame*2)...)
+	for i := 2 * frame; i < 4*frame; i++ {
+		binary.LittleEndian.PutUint16(raw[2*i:], 100)
+	}
+	m := map[string]any{"version": 1, "dtype": "uint16", "name": "acq", "dimensions": []map[string]any{
+		{"name": "t", "size": 5, "chunk": 2, "shard": 2},
+		{"name": "y", "size": 300, "chunk": 256, "shard": 2},
+		{"name": "x", "size": 170, "chunk": 160, "shard": 2},
+	}}
+	return writeAcq(t, dir, m, raw), raw
+}
+
+func convertWith(t *testing.T, manifest, dest string, opts pipeline.Options) {
+	t.Helper()
+	src, err := pipeline.OpenSource(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	p, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := pipeline.NewCPU(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if _, err := pipeline.Convert(context.Background(), zap.NewNop(), src, p, eng, localfs.New(dest), pipeline.ConvertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTheLitEncoderStoresExactlyZstdlitsFrameOfEveryPaddedChunk(t *testing.T) {
+	spool, dest := t.TempDir(), t.TempDir()
+	manifest, raw := encoderAcq(t, spool)
+	convertWith(t, manifest, dest, pipeline.Options{ZstdEncoder: pipeline.EncoderLit})
+
+	ctx := context.Background()
+	store := localfs.New(dest)
+	a, err := zarr.OpenArray(ctx, store, "acq.ome.zarr/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	g := a.Grid
+	frameBytes := a.FrameBytes()
+	present, absent, huffman := 0, 0, 0
+	extent := []int64{g.Chunks(0), g.Chunks(1), g.Chunks(2)}
+	err = zarr.ForEach(extent, func(c []int64) error {
+		// The padded chunk as the writer saw it: zeros, then the
+		// in-bounds elements of its epoch.
+		f0 := c[0] * g.Chunk[0]
+		frames := min(g.Chunk[0], g.Shape[0]-f0)
+		epoch := raw[f0*frameBytes : (f0+frames)*frameBytes]
+		padded := make([]byte, a.ChunkBytes())
+		g.EpochBox(c, frames, a.Elem).Scatter(epoch, padded)
+
+		entries, _, err := a.ReadIndex(ctx, g.ShardOf(c, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := entries[g.Slot(c)]
+		if !e.Present() {
+			if !bytes.Equal(padded, make([]byte, len(padded))) {
+				t.Fatalf("chunk %v is absent but not all fill", c)
+			}
+			absent++
+			return nil
+		}
+		present++
+		stored, err := store.GetRange(ctx, a.ShardKey(g.ShardOf(c, nil)), int64(e.Offset), int64(e.NBytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := zstdlit.Encode(nil, padded, zstdlit.Options{}); !bytes.Equal(stored, want) {
+			t.Fatalf("chunk %v: stored %d bytes differ from zstdlit's %d", c, len(stored), len(want))
+		}
+		// Block_Type 2 (Compressed) first: Huffman literals were used.
+		hs := zstdlit.FrameHeaderSize(len(padded))
+		if stored[hs]>>1&3 == 2 {
+			huffman++
+		}
+		got, err := dec.DecodeAll(stored, nil)
+		if err != nil || !bytes.Equal(got, padded) {
+			t.Fatalf("chunk %v does not decode to its padded bytes: %v", c, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if huffman == 0 || absent == 0 {
+		t.Fatalf("%d chunks present (%d with Huffman literals), %d absent: the case should have both kinds", present, huffman, absent)
+	}
+	t.Logf("%d chunks present (%d with Huffman literals), %d absent", present, huffman, absent)
+	all, err := a.ReadAll(ctx)
+	if err != nil || !bytes.Equal(all, raw) {
+		t.Fatalf("the array does not read back as the raw file: %v", err)
+	}
+}
+
+// EncoderKlauspost names what the CPU engine's default already does, so
+// the two must write the same bytes.
+func TestTheDefaultAndKlauspostEncodersWriteTheSameShards(t *testing.T) {
+	spool := t.TempDir()
+	manifest, _ := encoderAcq(t, spool)
+	def, kl := t.TempDir(), t.TempDir()
+	convertWith(t, manifest, def, pipeline.Options{})
+	convertWith(t, manifest, kl, pipeline.Options{ZstdEncoder: pipeline.EncoderKlauspost})
+	n := 0
+	err := filepath.WalkDir(filepath.Join(def, "acq.ome.zarr", "0", "c"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(def, p)
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join(kl, rel))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the default and klauspost (%v)", rel, err)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("walked %d shards: %v", n, err)
+	}
+}
+
+func TestAnUnknownZstdEncoderIsRefusedNamingItAndTheChoices(t *testing.T) {
+	dir := t.TempDir()
+	manifest, _ := encoderAcq(t, dir)
+	src, err := pipeline.OpenSource(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	_, err = pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, pipeline.Options{ZstdEncoder: "gpu"})
+	if err == nil {
+		t.Fatal("an unknown encoder was accepted")
+	}
+	for _, want := range []string{`"gpu"`, `"klauspost"`, `"lit"`, "zstd_encoder"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
