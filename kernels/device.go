@@ -101,6 +101,7 @@ type Device struct {
 type functions struct {
 	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
 	keys, scan                   cu.Function
+	litPlan, litFrame, litEncode cu.Function
 	reduce                       [layout.Kinds][layout.Methods]cu.Function
 }
 
@@ -174,6 +175,9 @@ func (d *Device) setup(ordinal int) error {
 	}
 	d.fn.keys = get("zs_chunk_keys")
 	d.fn.scan = get("zs_exclusive_scan")
+	d.fn.litPlan = get("zl_plan")
+	d.fn.litFrame = get("zl_frame")
+	d.fn.litEncode = get("zl_encode")
 	for k := range layout.Kinds {
 		for m := range layout.Methods {
 			d.fn.reduce[k][m] = get(fmt.Sprintf("zs_reduce_k%d_m%d", k, m))

@@ -9,6 +9,7 @@
 
 #include "layout.cuh"
 #include "reduce.cuh"
+#include "zstdlit.cuh"
 
 namespace {
 

@@ -1,0 +1,162 @@
+// zstdlit.cuh: the GPU literals-only zstd encoder. It writes, byte for
+// byte, what package zstdlit (the Go reference, zstdlit/zstdlit.go) writes:
+// one frame per chunk, blocks of at most 128 KiB, each the smallest of RLE,
+// Raw and a Compressed block holding only Huffman-coded literals. Read the
+// package comment there for the rules; this file follows them exactly.
+//
+// Three kernels, so that every size is known before a byte is written and
+// the encoder can write straight into the shard-ordered output:
+//
+//   zl_plan    one CTA per 128 KiB block: histograms of the block's four
+//              stream segments, RLE test, Huffman code lengths
+//              (package-merge, 11-bit limit), canonical codes, the exact
+//              size of every stream, the tree description (FSE or direct
+//              weights) and the literals header; the block's type and
+//              content size.
+//   zl_frame   one thread per chunk: the frame header size and every
+//              block's offset in the frame; the frame size, put where the
+//              scan of stored sizes expects it.
+//   zl_encode  four CTAs per block (one per stream): headers, then the
+//              Huffman bitstream packed in shared memory and copied out at
+//              its final offset; Raw blocks are copied, RLE written.
+//
+// The exclusive scan between zl_frame and zl_encode is the engine's own
+// (zs_exclusive_scan).
+
+#ifndef ZSPOOL_ZSTDLIT_CUH
+#define ZSPOOL_ZSTDLIT_CUH
+
+#include <stdint.h>
+
+namespace zl {
+
+constexpr uint32_t kBlock = 128u << 10;
+constexpr uint32_t kMinHuff = 64;
+constexpr int kMaxBits = 11;
+constexpr uint64_t kSingleSegmentLimit = 8u << 20;
+constexpr uint32_t kMagic = 0xFD2FB528u;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+enum : uint32_t { kRaw = 0, kRLE = 1, kCompressed = 2, kSkip = 3 };
+
+// Errors the kernels report in *err (host checks it after a batch).
+enum : uint32_t { kErrStreamSize = 1, kErrState = 2 };
+
+// Block is one block's plan, written by zl_plan and zl_frame, read by
+// zl_encode. The Go side mirrors its size (litBlockBytes).
+struct Block {
+	uint32_t type;      // kRaw, kRLE, kCompressed, kSkip (chunk absent)
+	uint32_t content;   // bytes after the 3-byte block header
+	uint32_t hdr_len;   // bytes of hdr used (compressed blocks)
+	uint32_t streams;   // 1 or 4
+	uint32_t stream[4]; // each stream's bytes
+	uint32_t out_off;   // the block header's offset within the frame
+	uint32_t pad[3];
+	uint8_t hdr[144]; // literals header, tree description, jump table; or the RLE byte
+};
+static_assert(sizeof(Block) == 192, "Block layout is mirrored in Go");
+
+// ---------------------------------------------------------------------------
+// Frame header (zstdlit.appendFrameHeader).
+
+__device__ __forceinline__ uint32_t frame_header_size(uint64_t n)
+{
+	if (n > kSingleSegmentLimit)
+		return n <= 0xFFFFFFFFull ? 10 : 14;
+	if (n <= 0xFF)
+		return 6;
+	if (n <= 0xFFFF + 256)
+		return 7;
+	return 9;
+}
+
+__device__ __forceinline__ void put_le(uint8_t *dst, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		dst[i] = (uint8_t)(v >> (8 * i));
+}
+
+__device__ void write_frame_header(uint8_t *dst, uint64_t n)
+{
+	put_le(dst, kMagic, 4);
+	if (n > kSingleSegmentLimit) {
+		// Window descriptor 7<<3: a 128 KiB window; the content size is kept.
+		if (n <= 0xFFFFFFFFull) {
+			dst[4] = 2 << 6;
+			dst[5] = 7 << 3;
+			put_le(dst + 6, n, 4);
+		} else {
+			dst[4] = 3 << 6;
+			dst[5] = 7 << 3;
+			put_le(dst + 6, n, 8);
+		}
+		return;
+	}
+	const uint8_t fhd = 1 << 5; // Single_Segment
+	if (n <= 0xFF) {
+		dst[4] = fhd;
+		dst[5] = (uint8_t)n;
+	} else if (n <= 0xFFFF + 256) {
+		dst[4] = fhd | 1 << 6;
+		put_le(dst + 5, n - 256, 2);
+	} else {
+		dst[4] = fhd | 2 << 6;
+		put_le(dst + 5, n, 4);
+	}
+}
+
+#include "zstdlit_plan.cuh"
+#include "zstdlit_encode.cuh"
+
+} // namespace zl
+
+// zl_plan: one CTA per block of every chunk (chunk-major). nonfill, when
+// given, marks the chunks to encode; the others are planned as absent.
+extern "C" __global__ void __launch_bounds__(zl::kThreads)
+    zl_plan(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+            zl::Block *blocks, uint32_t *tables)
+{
+	__shared__ zl::PlanShared S;
+	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
+		zl::plan_block(src, chunk_bytes, (uint32_t)bpc, nonfill, blocks, tables, bi, S);
+		__syncthreads();
+	}
+}
+
+// zl_frame: one thread per chunk. Lays out the frame and puts its size at
+// sizes[key_of[i]] (sizes[i] without keys); absent chunks keep size 0.
+extern "C" __global__ void zl_frame(uint64_t chunk_bytes, uint64_t bpc, uint64_t n_chunks, zl::Block *blocks,
+                                    const uint64_t *key_of, uint64_t *sizes)
+{
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_chunks;
+	     i += (uint64_t)gridDim.x * blockDim.x) {
+		zl::Block *blk = blocks + i * bpc;
+		const uint64_t key = key_of != nullptr ? key_of[i] : i;
+		if (blk[0].type == zl::kSkip) {
+			sizes[key] = 0;
+			continue;
+		}
+		uint64_t off = zl::frame_header_size(chunk_bytes);
+		for (uint32_t b = 0; b < bpc; b++) {
+			blk[b].out_off = (uint32_t)off;
+			off += 3 + blk[b].content;
+		}
+		sizes[key] = off;
+	}
+}
+
+// zl_encode: four CTAs per block, CTA q writing stream q (the headers and
+// Raw/RLE blocks are shared out among them).
+extern "C" __global__ void __launch_bounds__(zl::kThreads)
+    zl_encode(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const zl::Block *blocks,
+              const uint32_t *tables, const uint64_t *key_of, const uint64_t *offsets, uint8_t *out, uint32_t *err)
+{
+	__shared__ zl::EncodeShared S;
+	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
+		zl::encode_block(src, chunk_bytes, (uint32_t)bpc, blocks, tables, key_of, offsets, out, err, x >> 2, (uint32_t)(x & 3), S);
+		__syncthreads();
+	}
+}
+
+#endif

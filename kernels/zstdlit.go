@@ -1,0 +1,136 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zstdlit"
+)
+
+// The GPU literals-only zstd encoder (zstdlit.cuh): the same frames, byte
+// for byte, as package zstdlit writes on the CPU.
+
+const (
+	litBlockBytes = 192 // sizeof(zl::Block)
+	litTableBytes = 256 * 4
+	litThreads    = 256
+	// litMaxChunk bounds a chunk the encoder takes: block offsets within
+	// a frame are 32-bit.
+	litMaxChunk = 1 << 31
+)
+
+// litBlocks is the number of zstd blocks of a chunk of n bytes (an empty
+// chunk still has one).
+func litBlocks(n int64) int64 { return max(1, (n+zstdlit.MaxBlockSize-1)/zstdlit.MaxBlockSize) }
+
+// LitFrameBound is the largest frame the encoder writes for n bytes: the
+// header and n bytes in Raw blocks.
+func LitFrameBound(n int64) int64 {
+	return int64(zstdlit.FrameHeaderSize(int(n))) + n + 3*litBlocks(n)
+}
+
+// litScratch is the device memory the encoder plans in: a record and a
+// code table per block, and an error word.
+type litScratch struct {
+	blocks, tables, err cu.DevicePtr
+	capBlocks           int64
+}
+
+// allocLit takes scratch for up to nBlocks blocks. On the device goroutine.
+func allocLit(nBlocks int64) (*litScratch, error) {
+	s := &litScratch{capBlocks: nBlocks}
+	for _, a := range []struct {
+		dst *cu.DevicePtr
+		n   int64
+	}{{&s.blocks, nBlocks * litBlockBytes}, {&s.tables, nBlocks * litTableBytes}, {&s.err, 8}} {
+		var err error
+		if *a.dst, err = cu.MemAlloc(max(a.n, 8)); err != nil {
+			s.free()
+			return nil, fmt.Errorf("allocate %s of GPU memory for the zstd encoder: %w", pipeline.FormatBytes(a.n), err)
+		}
+	}
+	if err := cu.MemsetD32(s.err, 0, 2); err != nil {
+		s.free()
+		return nil, fmt.Errorf("clear the zstd encoder's error word: %w", err)
+	}
+	return s, nil
+}
+
+func (s *litScratch) free() {
+	for _, p := range []*cu.DevicePtr{&s.blocks, &s.tables, &s.err} {
+		if *p != 0 {
+			_ = cu.MemFree(*p)
+			*p = 0
+		}
+	}
+}
+
+// litSizes plans the frames of nChunks chunks of chunkBytes at src and
+// puts each frame's size at sizes[keyOf[i]] (sizes[i] when keyOf is 0);
+// chunks whose nonfill flag is 0 are absent and get size 0 (every chunk is
+// encoded when nonfill is 0). On the device goroutine.
+func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkBytes, nChunks int64,
+	nonfill, keyOf, sizes cu.DevicePtr) error {
+	bpc := litBlocks(chunkBytes)
+	nBlocks := bpc * nChunks
+	if nBlocks > lit.capBlocks {
+		return fmt.Errorf("zstd encoder: %d blocks, room for %d", nBlocks, lit.capBlocks)
+	}
+	if chunkBytes >= litMaxChunk {
+		return fmt.Errorf("zstd encoder: chunks of %d bytes, at most %d", chunkBytes, litMaxChunk-1)
+	}
+	if nBlocks == 0 {
+		return nil
+	}
+	grid := int(min(nBlocks, 1<<30))
+	if err := d.fn.litPlan.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
+		args(src, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nBlocks), nonfill, lit.blocks, lit.tables)); err != nil {
+		return fmt.Errorf("launch zstd plan: %w", err)
+	}
+	fg := int(min(ceilDiv(uint64(nChunks), scatterThreads), 1024))
+	if err := d.fn.litFrame.Launch(fg, 1, 1, scatterThreads, 1, 1, 0, s,
+		args(cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, sizes)); err != nil {
+		return fmt.Errorf("launch zstd frame layout: %w", err)
+	}
+	return nil
+}
+
+// litWrite writes the frames litSizes planned into out, chunk i's at
+// offsets[keyOf[i]] (offsets[i] when keyOf is 0). On the device goroutine.
+func (d *Device) litWrite(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkBytes, nChunks int64,
+	keyOf, offsets, out cu.DevicePtr) error {
+	bpc := litBlocks(chunkBytes)
+	nBlocks := bpc * nChunks
+	if nBlocks == 0 {
+		return nil
+	}
+	grid := int(min(4*nBlocks, 1<<30))
+	if err := d.fn.litEncode.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
+		args(src, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nBlocks), lit.blocks, lit.tables,
+			keyOf, offsets, out, lit.err)); err != nil {
+		return fmt.Errorf("launch zstd encode: %w", err)
+	}
+	return nil
+}
+
+// litCheck reads and clears the encoder's error word once the stream that
+// used lit is idle. A nonzero word means the kernels disagreed with their
+// own plan: a bug, never bad input. On the device goroutine.
+func (lit *litScratch) check() error {
+	var w [2]uint32
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&w[0]), lit.err, 8); err != nil {
+		return fmt.Errorf("read the zstd encoder's error word: %w", err)
+	}
+	if w[0] == 0 {
+		return nil
+	}
+	if err := cu.MemsetD32(lit.err, 0, 2); err != nil {
+		return fmt.Errorf("clear the zstd encoder's error word: %w", err)
+	}
+	return fmt.Errorf("zstd encoder: internal error %#x (a stream's size differs from its plan)", w[0])
+}

@@ -1,0 +1,223 @@
+// zstdlit_encode.cuh: zl_encode's device code (headers, Raw and RLE blocks,
+// the Huffman bitstreams). Included by zstdlit.cuh inside namespace zl.
+
+#ifndef ZSPOOL_ZSTDLIT_ENCODE_CUH
+#define ZSPOOL_ZSTDLIT_ENCODE_CUH
+
+// ---------------------------------------------------------------------------
+// zl_encode
+
+// EncodeShared: the stream's bits are packed here, then copied out. A
+// stream holds at most 32768 literals of at most 11 bits.
+constexpr uint32_t kStageWords = (32768u * kMaxBits + 1 + 31) / 32 + 2;
+struct EncodeShared {
+	uint32_t stage[kStageWords];
+	uint32_t tab[256];
+	uint32_t scan[kWarps][8];
+	uint32_t roundTotal[8];
+};
+
+constexpr uint32_t kPiece = 16;                 // literals a thread takes per round
+constexpr uint32_t kRound = kPiece * kThreads; // literals per round
+constexpr int kRounds = 8;                      // 8 × 4096 = 32768
+
+__device__ __forceinline__ uint4 load_piece(const uint8_t *p, uint32_t avail, bool aligned)
+{
+	if (aligned && avail >= 16)
+		return __ldg(reinterpret_cast<const uint4 *>(p));
+	uint8_t b[16];
+#pragma unroll
+	for (int i = 0; i < 16; i++)
+		b[i] = (uint32_t)i < avail ? p[i] : 0;
+	uint4 v;
+	memcpy(&v, b, 16);
+	return v;
+}
+
+__device__ __forceinline__ uint32_t piece_byte(const uint4 &v, int i)
+{
+	const uint32_t w = i < 4 ? v.x : i < 8 ? v.y : i < 12 ? v.z : v.w;
+	return (w >> (8 * (i & 3))) & 0xff;
+}
+
+// encode_stream writes the Huffman bitstream of lits[0..m) (m ≤ 32768) at
+// dst: the last literal first, so the decoder reads the first one first,
+// then the closing 1 bit. want is the size zl_plan computed.
+__device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, const uint32_t *__restrict__ table,
+                              uint8_t *__restrict__ dst, uint32_t want, uint32_t *err, EncodeShared &S)
+{
+	const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	S.tab[tid] = table[tid];
+	const uint32_t words = (want + 3) / 4 + 1;
+	for (uint32_t i = tid; i < words && i < kStageWords; i += kThreads)
+		S.stage[i] = 0;
+	const bool aligned = ((uintptr_t)lits & 15) == 0;
+	uint4 v[kRounds];
+	const uint32_t rounds = (m + kRound - 1) / kRound;
+#pragma unroll
+	for (int r = 0; r < kRounds; r++) {
+		const uint32_t at = (uint32_t)r * kRound + tid * kPiece;
+		v[r] = make_uint4(0, 0, 0, 0);
+		if ((uint32_t)r < rounds && at < m)
+			v[r] = load_piece(lits + at, m - at, aligned);
+	}
+	__syncthreads();
+	// Bits per piece, then each piece's start: the bits of every later
+	// literal (later pieces of the round, then later rounds).
+	uint32_t bits[kRounds];
+#pragma unroll
+	for (int r = 0; r < kRounds; r++) {
+		const uint32_t at = (uint32_t)r * kRound + tid * kPiece;
+		uint32_t sum = 0;
+		if ((uint32_t)r < rounds && at < m) {
+			const uint32_t cnt = min(kPiece, m - at);
+			for (uint32_t i = 0; i < cnt; i++)
+				sum += S.tab[piece_byte(v[r], i)] >> 16;
+		}
+		bits[r] = sum;
+	}
+	// Suffix sums within each warp (lanes above), per round.
+	uint32_t after[kRounds];
+#pragma unroll
+	for (int r = 0; r < kRounds; r++) {
+		uint32_t x = bits[r];
+		for (int d = 1; d < 32; d <<= 1) {
+			const uint32_t y = __shfl_down_sync(0xffffffffu, x, d);
+			if (lane + d < 32)
+				x += y;
+		}
+		after[r] = x - bits[r]; // later lanes of this warp
+		if (lane == 0)
+			S.scan[warp][r] = x;
+	}
+	__syncthreads();
+	if (tid < kRounds) {
+		uint32_t t = 0;
+		for (int w = 0; w < kWarps; w++)
+			t += S.scan[w][tid];
+		S.roundTotal[tid] = t;
+	}
+	__syncthreads();
+	uint32_t later = 0; // bits of all rounds after r, walking r down
+	uint32_t start[kRounds];
+#pragma unroll
+	for (int r = kRounds - 1; r >= 0; r--) {
+		uint32_t w = 0;
+		for (int x = warp + 1; x < kWarps; x++)
+			w += S.scan[x][r];
+		start[r] = later + w + after[r];
+		later += S.roundTotal[r];
+	}
+	const uint32_t totalBits = later;
+	// Pack: each piece from its last literal down, words ORed into place
+	// (a piece shares its first and last word with its neighbours).
+#pragma unroll
+	for (int r = 0; r < kRounds; r++) {
+		const uint32_t at = (uint32_t)r * kRound + tid * kPiece;
+		if ((uint32_t)r >= rounds || at >= m)
+			continue;
+		const int cnt = (int)min(kPiece, m - at);
+		uint32_t wi = start[r] >> 5;
+		uint32_t nacc = start[r] & 31;
+		uint64_t acc = 0;
+		for (int i = cnt - 1; i >= 0; i--) {
+			const uint32_t e = S.tab[piece_byte(v[r], i)];
+			acc |= (uint64_t)(e & 0xffff) << nacc;
+			nacc += e >> 16;
+			if (nacc >= 32) {
+				atomicOr(&S.stage[wi], (uint32_t)acc);
+				wi++;
+				acc >>= 32;
+				nacc -= 32;
+			}
+		}
+		if (nacc > 0)
+			atomicOr(&S.stage[wi], (uint32_t)acc);
+	}
+	__syncthreads();
+	const uint32_t bytes = (totalBits + 8) / 8;
+	if (bytes != want) {
+		if (tid == 0)
+			atomicOr(err, kErrStreamSize);
+		return;
+	}
+	if (tid == 0)
+		atomicOr(&S.stage[totalBits >> 5], 1u << (totalBits & 31));
+	__syncthreads();
+	// Copy out: bytes up to a 4-byte boundary of dst, whole words, the tail.
+	const uint8_t *sb = reinterpret_cast<const uint8_t *>(S.stage);
+	const uint32_t head = min((uint32_t)((4 - ((uintptr_t)dst & 3)) & 3), bytes);
+	if (tid < head)
+		dst[tid] = sb[tid];
+	const uint32_t body = (bytes - head) / 4;
+	uint32_t *dw = reinterpret_cast<uint32_t *>(dst + head);
+	const uint32_t sh = 8 * (head & 3);
+	for (uint32_t j = tid; j < body; j += kThreads) {
+		const uint32_t k = (head >> 2) + j;
+		dw[j] = sh == 0 ? S.stage[k] : __funnelshift_r(S.stage[k], S.stage[k + 1], sh);
+	}
+	for (uint32_t i = head + body * 4 + tid; i < bytes; i += kThreads)
+		dst[i] = sb[i];
+}
+
+__device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
+                             const Block *__restrict__ blocks, const uint32_t *__restrict__ tables,
+                             const uint64_t *__restrict__ key_of, const uint64_t *__restrict__ offsets,
+                             uint8_t *__restrict__ out, uint32_t *err, uint64_t bi, uint32_t q, EncodeShared &S)
+{
+	const unsigned tid = threadIdx.x;
+	const Block *blk = blocks + bi;
+	const uint32_t type = blk->type;
+	if (type == kSkip)
+		return;
+	const uint64_t chunk = bi / bpc;
+	const uint32_t b = (uint32_t)(bi % bpc);
+	const uint64_t off = (uint64_t)b * kBlock;
+	const uint32_t n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
+	const uint8_t *p = src + chunk * chunk_bytes + off;
+	uint8_t *frame = out + offsets[key_of != nullptr ? key_of[chunk] : chunk];
+	uint8_t *dst = frame + blk->out_off;
+	if (q == 0 && tid == 0) {
+		if (b == 0)
+			write_frame_header(frame, chunk_bytes);
+		const uint32_t size = type == kCompressed ? blk->content : n;
+		const uint32_t h = size << 3 | type << 1 | (b == bpc - 1 ? 1u : 0u);
+		put_le(dst, h, 3);
+	}
+	if (type == kRLE) {
+		if (q == 0 && tid == 0)
+			dst[3] = blk->hdr[0];
+		return;
+	}
+	if (type == kRaw) {
+		const uint32_t qs = (n + 3) / 4;
+		const uint32_t a = min(q * qs, n), e = min((q + 1) * qs, n);
+		for (uint32_t i = a + tid; i < e; i += kThreads)
+			dst[3 + i] = p[i];
+		return;
+	}
+	if (type != kCompressed) {
+		if (tid == 0)
+			atomicOr(err, kErrState);
+		return;
+	}
+	const uint32_t hl = blk->hdr_len;
+	if (q == 0)
+		for (uint32_t i = tid; i < hl; i += kThreads)
+			dst[3 + i] = blk->hdr[i];
+	const uint32_t streams = blk->streams;
+	if (q >= streams)
+		return;
+	uint32_t at = 3 + hl;
+	for (uint32_t s = 0; s < q; s++)
+		at += blk->stream[s];
+	uint32_t a = 0, e = n;
+	if (streams == 4) {
+		const uint32_t seg = (n + 3) / 4;
+		a = min(q * seg, n);
+		e = min((q + 1) * seg, n);
+	}
+	encode_stream(p + a, e - a, tables + bi * 256, dst + at, blk->stream[q], err, S);
+}
+
+#endif

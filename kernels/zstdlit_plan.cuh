@@ -1,0 +1,548 @@
+// zstdlit_plan.cuh: zl_plan's device code (histograms, Huffman lengths and
+// codes, the FSE-coded tree description, the block's header). Included by
+// zstdlit.cuh inside namespace zl.
+
+#ifndef ZSPOOL_ZSTDLIT_PLAN_CUH
+#define ZSPOOL_ZSTDLIT_PLAN_CUH
+
+// ---------------------------------------------------------------------------
+// FSE compression of Huffman weights (zstdlit/fse.go), serial: one thread
+// per accuracy log. Weights are 0..11; ws holds nws ≤ 255 of them.
+
+constexpr int kMaxWeight = 12;
+
+struct BitOut {
+	uint8_t *out;
+	uint32_t len;
+	uint64_t acc;
+	uint32_t nbits;
+	__device__ void add(uint64_t v, uint32_t n)
+	{
+		acc |= (v & ((1ull << n) - 1)) << nbits;
+		nbits += n;
+		if (nbits >= 32) {
+			put_le(out + len, (uint32_t)acc, 4);
+			len += 4;
+			acc >>= 32;
+			nbits -= 32;
+		}
+	}
+	__device__ void close()
+	{
+		add(1, 1);
+		while (nbits > 0) {
+			out[len++] = (uint8_t)acc;
+			acc >>= 8;
+			nbits -= nbits < 8 ? nbits : 8;
+		}
+	}
+};
+
+__device__ __forceinline__ int high_bit(uint32_t v) { return 31 - __clz(v); }
+
+// fse_weights writes the table description and two-state bitstream of ws
+// with accuracy log `log` into out (room for 256 bytes) and returns its
+// length. count/maxSym are the weights' histogram and largest weight.
+__device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out)
+{
+	// normalize: one each, the rest by largest remainder (ties to the
+	// smaller symbol).
+	int norm[kMaxWeight];
+	uint64_t rem[kMaxWeight];
+	uint64_t total = 0;
+	int present = 0;
+	for (int s = 0; s < kMaxWeight; s++) {
+		norm[s] = 0;
+		rem[s] = 0;
+		if (s <= maxSym && count[s] != 0) {
+			norm[s] = 1;
+			present++;
+			total += count[s];
+		}
+	}
+	const uint64_t rest = (uint64_t)((1 << log) - present);
+	uint64_t given = 0;
+	for (int s = 0; s <= maxSym; s++) {
+		if (count[s] != 0) {
+			const uint64_t q = (uint64_t)count[s] * rest;
+			norm[s] += (int)(q / total);
+			given += q / total;
+			rem[s] = q % total;
+		}
+	}
+	for (; given < rest; given++) {
+		int b = -1;
+		for (int s = 0; s <= maxSym; s++)
+			if (count[s] != 0 && (b < 0 || rem[s] > rem[b]))
+				b = s;
+		norm[b]++;
+		rem[b] = 0;
+	}
+
+	// Table description (RFC 8878 §4.1.1).
+	uint32_t len = 0;
+	{
+		uint64_t acc = 0;
+		uint32_t nb = 0;
+		auto put = [&](uint64_t v, uint32_t n) {
+			acc |= v << nb;
+			nb += n;
+			while (nb >= 8) {
+				out[len++] = (uint8_t)acc;
+				acc >>= 8;
+				nb -= 8;
+			}
+		};
+		put((uint64_t)(log - 5), 4);
+		int remaining = (1 << log) + 1;
+		int threshold = 1 << log;
+		uint32_t nbBits = (uint32_t)log + 1;
+		bool prev0 = false;
+		for (int s = 0; s <= maxSym && remaining > 1;) {
+			if (prev0) {
+				int start = s;
+				while (s <= maxSym && norm[s] == 0)
+					s++;
+				while (s >= start + 3) {
+					put(3, 2);
+					start += 3;
+				}
+				put((uint64_t)(s - start), 2);
+			}
+			const int c = norm[s];
+			s++;
+			const int mx = 2 * threshold - 1 - remaining;
+			remaining -= c;
+			int v = c + 1;
+			if (v >= threshold)
+				v += mx;
+			if (v < mx)
+				put((uint64_t)v, nbBits - 1);
+			else
+				put((uint64_t)v, nbBits);
+			prev0 = v == 1;
+			while (remaining < threshold) {
+				nbBits--;
+				threshold >>= 1;
+			}
+		}
+		if (nb > 0)
+			out[len++] = (uint8_t)acc;
+	}
+
+	// Spread, state table and symbol transforms, as the decoder builds them.
+	const int size = 1 << log;
+	uint8_t spread[64];
+	uint32_t stateTable[64];
+	int pos = 0;
+	const int step = (size >> 1) + (size >> 3) + 3, mask = size - 1;
+	for (int s = 0; s <= maxSym; s++)
+		for (int i = 0; i < norm[s]; i++) {
+			spread[pos] = (uint8_t)s;
+			pos = (pos + step) & mask;
+		}
+	int cumul[kMaxWeight + 1];
+	cumul[0] = 0;
+	for (int s = 0; s < kMaxWeight; s++)
+		cumul[s + 1] = cumul[s] + (s <= maxSym ? norm[s] : 0);
+	int next[kMaxWeight + 1];
+	for (int s = 0; s <= kMaxWeight; s++)
+		next[s] = cumul[s];
+	for (int u = 0; u < size; u++) {
+		const int s = spread[u];
+		stateTable[next[s]] = (uint32_t)(size + u);
+		next[s]++;
+	}
+	uint32_t deltaNbBits[kMaxWeight];
+	int32_t deltaFind[kMaxWeight];
+	for (int s = 0; s <= maxSym; s++) {
+		const int n = norm[s];
+		deltaNbBits[s] = 0;
+		deltaFind[s] = 0;
+		if (n == 0)
+			continue;
+		uint32_t maxBitsOut = (uint32_t)log;
+		if (n > 1)
+			maxBitsOut = (uint32_t)log - (uint32_t)high_bit((uint32_t)(n - 1));
+		const uint32_t minStatePlus = (uint32_t)n << maxBitsOut;
+		deltaNbBits[s] = (maxBitsOut << 16) - minStatePlus;
+		deltaFind[s] = cumul[s] - n;
+	}
+	auto initState = [&](int s) -> uint32_t {
+		const uint32_t nbOut = (deltaNbBits[s] + (1u << 15)) >> 16;
+		const uint32_t v = (nbOut << 16) - deltaNbBits[s];
+		return stateTable[(int32_t)(v >> nbOut) + deltaFind[s]];
+	};
+	BitOut w{out, len, 0, 0};
+	uint32_t st[2];
+	const int n = nws;
+	st[(n - 1) & 1] = initState(ws[n - 1]);
+	st[(n - 2) & 1] = initState(ws[n - 2]);
+	for (int i = n - 3; i >= 0; i--) {
+		const int s = ws[i];
+		uint32_t &x = st[i & 1];
+		const uint32_t nbOut = (x + deltaNbBits[s]) >> 16;
+		w.add(x, nbOut);
+		x = stateTable[(int32_t)(x >> nbOut) + deltaFind[s]];
+	}
+	w.add(st[1], (uint32_t)log);
+	w.add(st[0], (uint32_t)log);
+	w.close();
+	return w.len;
+}
+
+// ---------------------------------------------------------------------------
+// zl_plan
+
+struct PlanShared {
+	uint32_t wh[kWarps][256]; // per-warp histograms
+	uint32_t seg[4][256];     // per-stream-segment histograms
+	uint32_t hist[256];
+	uint32_t leafW[256];
+	uint8_t leafSym[256];
+	uint32_t cur[2][512]; // package-merge lists, double-buffered
+	uint32_t pk[256];
+	uint16_t leafPos[kMaxBits - 1][256]; // leaf i's position in list k (k = 2..11)
+	uint32_t lcount[kMaxBits + 1];       // leaves selected from list k
+	uint8_t nb[256];                     // code length per symbol
+	uint8_t ws[256];                     // weights of symbols 0..maxSym-1
+	uint8_t fse[2][264];                 // FSE descriptions, logs 5 and 6
+	uint32_t fseLen[2];
+	uint32_t bits[4];
+	uint32_t wcount[kMaxWeight];
+	int maxBit, maxSym, nl, verdict;
+	uint8_t first;
+};
+
+__device__ __forceinline__ void count_bytes(uint32_t *h, uint32_t v)
+{
+	atomicAdd(&h[v & 0xff], 1u);
+	atomicAdd(&h[(v >> 8) & 0xff], 1u);
+	atomicAdd(&h[(v >> 16) & 0xff], 1u);
+	atomicAdd(&h[v >> 24], 1u);
+}
+
+// histogram_range counts bytes [a, b) of p into h (one warp).
+__device__ void histogram_range(const uint8_t *__restrict__ p, uint32_t a, uint32_t b, uint32_t *h, unsigned lane)
+{
+	if (a >= b)
+		return;
+	const uintptr_t base = (uintptr_t)(p + a);
+	uint32_t head = (uint32_t)((16 - (base & 15)) & 15);
+	if (head > b - a)
+		head = b - a;
+	if (lane < head)
+		atomicAdd(&h[p[a + lane]], 1u);
+	const uint32_t s = a + head;
+	const uint32_t vecs = (b - s) / 16;
+	const uint4 *v = reinterpret_cast<const uint4 *>(p + s);
+	for (uint32_t i = lane; i < vecs; i += 32) {
+		const uint4 x = __ldg(v + i);
+		count_bytes(h, x.x);
+		count_bytes(h, x.y);
+		count_bytes(h, x.z);
+		count_bytes(h, x.w);
+	}
+	for (uint32_t i = s + vecs * 16 + lane; i < b; i += 32)
+		atomicAdd(&h[p[i]], 1u);
+}
+
+// block_sum adds x over the CTA; every thread gets the sum.
+__device__ __forceinline__ uint32_t block_sum(uint32_t x, uint32_t *scratch)
+{
+	for (int d = 16; d > 0; d >>= 1)
+		x += __shfl_xor_sync(0xffffffffu, x, d);
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		scratch[threadIdx.x >> 5] = x;
+	__syncthreads();
+	uint32_t t = 0;
+	for (int w = 0; w < kWarps; w++)
+		t += scratch[w];
+	return t;
+}
+
+// count_less is the number of the first n entries of the sorted a that are
+// < x (or ≤ x when inclusive).
+__device__ __forceinline__ uint32_t count_below(const uint32_t *a, uint32_t n, uint32_t x, bool inclusive)
+{
+	uint32_t lo = 0, hi = n;
+	while (lo < hi) {
+		const uint32_t mid = (lo + hi) >> 1;
+		const bool below = inclusive ? a[mid] <= x : a[mid] < x;
+		if (below)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+// plan_huffman builds the block's Huffman code and header (verdict 1) or
+// reports that the block stays Raw (verdict 0). Called by the whole CTA.
+__device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *tables)
+{
+	const unsigned tid = threadIdx.x;
+	// Leaves ranked by (count, symbol).
+	const uint32_t c = S.hist[tid];
+	if (c != 0) {
+		uint32_t rank = 0;
+		for (int u = 0; u < 256; u++) {
+			const uint32_t cu = S.hist[u];
+			rank += cu != 0 && (cu < c || (cu == c && u < (int)tid));
+		}
+		S.leafW[rank] = c;
+		S.leafSym[rank] = (uint8_t)tid;
+	}
+	const int nl = __syncthreads_count(c != 0);
+	// Package-merge: list 1 is the leaves; list k merges the leaves with
+	// the pairs of list k−1 (a leaf first on equal weight).
+	if (tid < (unsigned)nl)
+		S.cur[0][tid] = S.leafW[tid];
+	__syncthreads();
+	uint32_t m = (uint32_t)nl;
+	for (int k = 2; k <= kMaxBits; k++) {
+		const uint32_t *cur = S.cur[k & 1];
+		uint32_t *nxt = S.cur[(k + 1) & 1];
+		const uint32_t np = m / 2;
+		if (tid < np)
+			S.pk[tid] = cur[2 * tid] + cur[2 * tid + 1];
+		__syncthreads();
+		if (tid < (unsigned)nl) {
+			const uint32_t w = S.leafW[tid];
+			const uint32_t pos = tid + count_below(S.pk, np, w, false);
+			S.leafPos[k - 2][tid] = (uint16_t)pos;
+			nxt[pos] = w;
+		}
+		if (tid < np) {
+			const uint32_t w = S.pk[tid];
+			nxt[tid + count_below(S.leafW, (uint32_t)nl, w, true)] = w;
+		}
+		__syncthreads();
+		m = (uint32_t)nl + np;
+	}
+	// Walk the selection down: the first 2n−2 items of list 11 and, below,
+	// the children of the packages selected above.
+	if (tid == 0) {
+		uint32_t p = 2 * (uint32_t)nl - 2;
+		for (int k = kMaxBits; k >= 2; k--) {
+			const uint16_t *lp = S.leafPos[k - 2];
+			uint32_t lo = 0, hi = (uint32_t)nl;
+			while (lo < hi) {
+				const uint32_t mid = (lo + hi) >> 1;
+				if (lp[mid] < p)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			S.lcount[k] = lo;
+			p = 2 * (p - lo);
+		}
+		S.lcount[1] = p;
+		S.maxBit = 0;
+		S.maxSym = 0;
+	}
+	S.nb[tid] = 0;
+	__syncthreads();
+	if (tid < (unsigned)nl) {
+		uint32_t len = 0;
+		for (int k = 1; k <= kMaxBits; k++)
+			len += tid < S.lcount[k];
+		S.nb[S.leafSym[tid]] = (uint8_t)len;
+		atomicMax(&S.maxBit, (int)len);
+	}
+	__syncthreads();
+	const int maxBit = S.maxBit;
+	const uint32_t l = S.nb[tid];
+	if (l != 0)
+		atomicMax(&S.maxSym, (int)tid);
+	// Canonical code (RFC 8878 §4.2.1.3): longer codes first, then by
+	// symbol; codes count up from 0.
+	uint32_t code = 0;
+	if (l != 0) {
+		uint32_t base = 0;
+		for (int u = 0; u < 256; u++) {
+			const uint32_t lu = S.nb[u];
+			if (lu > l || (lu == l && u < (int)tid))
+				base += 1u << (maxBit - lu);
+		}
+		code = base >> (maxBit - l);
+	}
+	tables[tid] = code | l << 16;
+	// Every stream's exact bit count.
+	const bool four = n > 1023;
+	for (int s = 0; s < 4; s++) {
+		const uint32_t h = four ? S.seg[s][tid] : (s == 0 ? S.hist[tid] : 0);
+		const uint32_t b = block_sum(h * l, S.pk);
+		if (tid == 0)
+			S.bits[s] = b;
+	}
+	__syncthreads();
+	const int maxSym = S.maxSym;
+	if (tid < (unsigned)maxSym)
+		S.ws[tid] = l != 0 ? (uint8_t)(maxBit + 1 - l) : 0;
+	if (tid < kMaxWeight)
+		S.wcount[tid] = 0;
+	__syncthreads();
+	if (tid < (unsigned)maxSym)
+		atomicAdd(&S.wcount[S.ws[tid]], 1u);
+	__syncthreads();
+	const int nws = maxSym;
+	int distinct = 0, maxW = 0;
+	for (int w = 0; w < kMaxWeight; w++)
+		if (S.wcount[w] != 0) {
+			distinct++;
+			maxW = w;
+		}
+	const bool fsePossible = nws >= 2 && distinct >= 2;
+	if (fsePossible && (tid == 0 || tid == 32)) {
+		const int i = tid == 0 ? 0 : 1;
+		S.fseLen[i] = fse_weights(S.ws, nws, S.wcount, maxW, 5 + i, S.fse[i]);
+	}
+	__syncthreads();
+	if (tid != 0)
+		return;
+	// The tree description, the streams' sizes and the literals header.
+	uint8_t *h = out->hdr;
+	uint32_t descLen = 0;
+	const int which = fsePossible && S.fseLen[1] < S.fseLen[0] ? 1 : 0;
+	const bool fseOK = fsePossible && S.fseLen[which] <= 127;
+	const bool direct = nws <= 128;
+	const uint32_t directSize = 1 + (nws + 1) / 2;
+	const uint32_t hdrSize = four ? 5 : 3; // the largest; moved down below
+	uint8_t *d = h + hdrSize;
+	if (fseOK && (!direct || 1 + S.fseLen[which] <= directSize)) {
+		d[0] = (uint8_t)S.fseLen[which];
+		for (uint32_t i = 0; i < S.fseLen[which]; i++)
+			d[1 + i] = S.fse[which][i];
+		descLen = 1 + S.fseLen[which];
+	} else if (direct) {
+		d[0] = (uint8_t)(127 + nws);
+		for (int i = 0; i < nws; i += 2) {
+			uint8_t b = S.ws[i] << 4;
+			if (i + 1 < nws)
+				b |= S.ws[i + 1];
+			d[1 + i / 2] = b;
+		}
+		descLen = directSize;
+	} else {
+		S.verdict = 0;
+		return;
+	}
+	uint32_t streams[4], comp = descLen;
+	for (int s = 0; s < 4; s++) {
+		streams[s] = (four || s == 0) ? (S.bits[s] + 8) / 8 : 0;
+		comp += streams[s];
+	}
+	uint64_t lh;
+	uint32_t size;
+	if (four) {
+		if (streams[0] > 0xFFFF || streams[1] > 0xFFFF || streams[2] > 0xFFFF) {
+			S.verdict = 0;
+			return;
+		}
+		comp += 6;
+		uint8_t *jt = d + descLen;
+		for (int s = 0; s < 3; s++)
+			put_le(jt + 2 * s, streams[s], 2);
+	}
+	if (!four) {
+		if (comp > 1023) {
+			S.verdict = 0;
+			return;
+		}
+		lh = 2 | 0 << 2 | (uint64_t)n << 4 | (uint64_t)comp << 14;
+		size = 3;
+	} else if (n <= 0x3FFF && comp <= 0x3FFF) {
+		lh = 2 | 2 << 2 | (uint64_t)n << 4 | (uint64_t)comp << 18;
+		size = 4;
+	} else if (n <= 0x3FFFF && comp <= 0x3FFFF) {
+		lh = 2 | 3 << 2 | (uint64_t)n << 4 | (uint64_t)comp << 22;
+		size = 5;
+	} else {
+		S.verdict = 0;
+		return;
+	}
+	// Keep the block only when it beats Raw by zstd's minimum gain.
+	const uint32_t content = size + comp + 1;
+	if (content >= n - ((n >> 6) + 2)) {
+		S.verdict = 0;
+		return;
+	}
+	const uint32_t tail = descLen + (four ? 6 : 0);
+	if (size < hdrSize)
+		for (uint32_t i = 0; i < tail; i++)
+			h[size + i] = h[hdrSize + i];
+	put_le(h, lh, (int)size);
+	out->type = kCompressed;
+	out->content = content;
+	out->hdr_len = size + tail;
+	out->streams = four ? 4 : 1;
+	for (int s = 0; s < 4; s++)
+		out->stream[s] = streams[s];
+	S.verdict = 1;
+}
+
+__device__ void plan_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
+                           const uint32_t *__restrict__ nonfill, Block *__restrict__ blocks,
+                           uint32_t *__restrict__ tables, uint64_t bi, PlanShared &S)
+{
+	const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const uint64_t chunk = bi / bpc;
+	const uint32_t b = (uint32_t)(bi % bpc);
+	Block *out = blocks + bi;
+	if (nonfill != nullptr && nonfill[chunk] == 0) {
+		if (tid == 0)
+			out->type = kSkip;
+		return;
+	}
+	const uint64_t off = (uint64_t)b * kBlock;
+	const uint32_t n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
+	const uint8_t *p = src + chunk * chunk_bytes + off;
+
+	// Histograms: warps 2s and 2s+1 count halves of stream segment s.
+	for (int i = tid; i < kWarps * 256; i += kThreads)
+		(&S.wh[0][0])[i] = 0;
+	if (tid == 0 && n > 0)
+		S.first = p[0];
+	__syncthreads();
+	const uint32_t segLen = (n + 3) / 4;
+	{
+		const uint32_t s = warp / 2;
+		const uint32_t a = min(s * segLen, n), e = min((s + 1) * segLen, n);
+		const uint32_t mid = a + (e - a) / 2;
+		if (warp & 1)
+			histogram_range(p, mid, e, S.wh[warp], lane);
+		else
+			histogram_range(p, a, mid, S.wh[warp], lane);
+	}
+	__syncthreads();
+	uint32_t total = 0;
+	for (int s = 0; s < 4; s++) {
+		const uint32_t h = S.wh[2 * s][tid] + S.wh[2 * s + 1][tid];
+		S.seg[s][tid] = h;
+		total += h;
+	}
+	S.hist[tid] = total;
+	__syncthreads();
+	if (n >= 2 && S.hist[S.first] == n) {
+		if (tid == 0) {
+			out->type = kRLE;
+			out->content = 1;
+			out->hdr[0] = S.first;
+		}
+		return;
+	}
+	if (n >= kMinHuff) {
+		plan_huffman(S, n, out, tables + bi * 256);
+		__syncthreads();
+		if (S.verdict)
+			return;
+	}
+	if (tid == 0) {
+		out->type = kRaw;
+		out->content = n;
+	}
+}
+
+#endif

@@ -1,0 +1,283 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/zspool/zspool/internal/synth"
+	"github.com/zspool/zspool/zstdlit"
+	"github.com/zspool/zspool/zstdlit/corpus"
+)
+
+var litDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+
+// encodeOnGPU runs one batch of equally sized chunks through the kernels.
+func encodeOnGPU(t *testing.T, d *Device, chunks [][]byte) [][]byte {
+	t.Helper()
+	size := len(chunks[0])
+	src := make([]byte, 0, size*len(chunks))
+	for _, c := range chunks {
+		if len(c) != size {
+			t.Fatalf("chunks of %d and %d bytes in one batch", size, len(c))
+		}
+		src = append(src, c...)
+	}
+	b, err := NewLitBatch(d, int64(size), len(chunks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	frames, err := b.Encode(src)
+	if err != nil {
+		t.Fatalf("%d chunks of %d bytes: %v", len(chunks), size, err)
+	}
+	return frames
+}
+
+// sameAsReference checks every GPU frame against zstdlit's, byte for
+// byte, and that klauspost decodes it to the chunk.
+func sameAsReference(t *testing.T, name string, chunks, frames [][]byte) {
+	t.Helper()
+	for i, c := range chunks {
+		want := zstdlit.Encode(nil, c, zstdlit.Options{})
+		got := frames[i]
+		if !bytes.Equal(got, want) {
+			at := 0
+			for at < min(len(got), len(want)) && got[at] == want[at] {
+				at++
+			}
+			t.Errorf("%s: chunk %d (%d bytes): GPU frame of %d bytes differs from zstdlit's %d bytes at byte %d",
+				name, i, len(c), len(got), len(want), at)
+			continue
+		}
+		dec, err := litDecoder.DecodeAll(got, nil)
+		if err != nil || !bytes.Equal(dec, c) {
+			t.Errorf("%s: chunk %d: klauspost does not decode the GPU frame to the chunk: %v", name, i, err)
+		}
+	}
+}
+
+func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
+	d := openDevice(t)
+	for _, c := range corpus.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			chunks := [][]byte{c.Data}
+			sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks))
+		})
+	}
+}
+
+func TestLitKernelsAssignTheRFCsCanonicalCodes(t *testing.T) {
+	d := openDevice(t)
+	// Counts 64, 32, 16, 8, 8 of symbols 0, 1, 2, 4, 5 give lengths 1, 2,
+	// 3, 4, 4: the RFC 8878 example (and zstdlit's "ABEF" golden vector),
+	// whose canonical codes are 1, 01, 001, 0000, 0001.
+	var in []byte
+	for s, n := range map[byte]int{0: 64, 1: 32, 2: 16, 4: 8, 5: 8} {
+		in = append(in, bytes.Repeat([]byte{s}, n)...)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+	b, err := NewLitBatch(d, int64(len(in)), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	frames, err := b.Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameAsReference(t, "RFC example", [][]byte{in}, frames)
+	tab, err := b.table(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int][2]uint32{0: {1, 1}, 1: {1, 2}, 2: {1, 3}, 3: {0, 0}, 4: {0, 4}, 5: {1, 4}}
+	for s, w := range want {
+		if code, length := tab[s]&0xffff, tab[s]>>16; code != w[0] || length != w[1] {
+			t.Errorf("symbol %d: code %b of %d bits, want %b of %d", s, code, length, w[0], w[1])
+		}
+	}
+}
+
+// randomChunk makes one chunk of a random kind, the kinds the corpus
+// covers: few symbols, all 256, only high symbols, geometric (deep trees),
+// 12-bit camera data, runs, and pure noise.
+func randomChunk(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	switch r.IntN(8) {
+	case 0: // one symbol
+		v := byte(r.IntN(256))
+		for i := range b {
+			b[i] = v
+		}
+	case 1: // two symbols, skewed
+		p := r.Float64()
+		for i := range b {
+			if r.Float64() < p {
+				b[i] = 7
+			} else {
+				b[i] = 200
+			}
+		}
+	case 2: // all 256
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+	case 3: // only symbols above 128
+		for i := range b {
+			b[i] = byte(129 + r.IntN(127))
+		}
+	case 4: // geometric: deep trees, the 11-bit limit binds
+		p := 0.2 + 0.7*r.Float64()
+		for i := range b {
+			k := 0
+			for k < 255 && r.Float64() > p {
+				k++
+			}
+			b[i] = byte(k)
+		}
+	case 5: // 12-bit camera-like
+		copy(b, corpus.Dim12((n+1)/2, r.Uint64()))
+	case 6: // runs of a few values
+		for i := 0; i < n; {
+			v, l := byte(r.IntN(4)), 1+r.IntN(5000)
+			for ; l > 0 && i < n; l-- {
+				b[i] = v
+				i++
+			}
+		}
+	default: // bright 12-bit
+		copy(b, corpus.Bright12((n+1)/2, r.Uint64()))
+	}
+	return b
+}
+
+func TestLitKernelsWriteTheReferenceBytesForRandomBatches(t *testing.T) {
+	d := openDevice(t)
+	r := rand.New(rand.NewPCG(2026, 11))
+	sizes := []int{0, 1, 2, 5, 63, 64, 65, 1023, 1024, 1025, 4095, 128<<10 - 1, 128 << 10, 128<<10 + 1,
+		256<<10 + 3, 384 << 10, 1 << 20}
+	for range 60 {
+		sizes = append(sizes, r.IntN(700<<10))
+	}
+	for i, n := range sizes {
+		chunks := make([][]byte, 1+r.IntN(4))
+		for j := range chunks {
+			chunks[j] = randomChunk(r, n)
+		}
+		name := fmt.Sprintf("batch %d: %d×%d bytes", i, len(chunks), n)
+		sameAsReference(t, name, chunks, encodeOnGPU(t, d, chunks))
+	}
+}
+
+func TestLitKernelsKeepTheContentSizeInFramesOver8MiB(t *testing.T) {
+	d := openDevice(t)
+	r := rand.New(rand.NewPCG(5, 5))
+	c := randomChunk(r, 8<<20+5)
+	sameAsReference(t, "8 MiB + 5", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}))
+}
+
+// mixBatch is size bytes of the bench mix (12-bit gaussian, uniform and
+// constant frames of 512×512 uint16): 64 MiB made, repeated.
+func mixBatch(size int64) []byte {
+	const frame = 512 * 512 * 2
+	const made = 64 << 20
+	base := make([]byte, made)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for f := int64(0); f < made/frame; f++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			synth.FillFrame(base[f*frame:(f+1)*frame], synth.Mixed(f), uint64(f))
+			<-sem
+		}()
+	}
+	wg.Wait()
+	out := make([]byte, size)
+	for off := int64(0); off < size; off += made {
+		copy(out[off:], base)
+	}
+	return out
+}
+
+// BenchmarkLitKernels times the encoder's kernels alone (plan, frame
+// layout, scan, encode; no copies) on 1 GiB batches resident on the GPU.
+// It reports the input rate (kernel GB/s) and the ratio.
+func BenchmarkLitKernels(b *testing.B) {
+	if _, err := Probe(); err != nil {
+		b.Skipf("no usable GPU: %v", err)
+	}
+	d, err := Open(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	const total = 1 << 30
+	sets := []struct {
+		name string
+		data func() []byte
+	}{
+		{"mix", func() []byte { return mixBatch(total) }},
+		{"dim", func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }},
+		{"bright", func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }},
+		{"uniform", func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }},
+	}
+	for _, set := range sets {
+		data := set.data()
+		for _, chunk := range []int64{256 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/chunk=%dKiB", set.name, chunk>>10), func(b *testing.B) {
+				lb, err := NewLitBatch(d, chunk, int(total/chunk))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer lb.Close()
+				if err := lb.Load(data); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := lb.Run(); err != nil { // warm-up
+					b.Fatal(err)
+				}
+				var kernel time.Duration
+				b.SetBytes(total)
+				b.ResetTimer()
+				for range b.N {
+					dt, err := lb.Run()
+					if err != nil {
+						b.Fatal(err)
+					}
+					kernel += dt
+				}
+				b.StopTimer()
+				frames, err := lb.Frames()
+				if err != nil {
+					b.Fatal(err)
+				}
+				var out int
+				for _, f := range frames {
+					out += len(f)
+				}
+				b.ReportMetric(float64(total)*float64(b.N)/kernel.Seconds()/1e9, "kernelGB/s")
+				b.ReportMetric(float64(total)/float64(out), "ratio")
+			})
+		}
+	}
+}
+
+func tile(b []byte, size int) []byte {
+	out := make([]byte, size)
+	for off := 0; off < size; off += len(b) {
+		copy(out[off:], b)
+	}
+	return out
+}
