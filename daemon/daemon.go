@@ -37,6 +37,9 @@ type Options struct {
 	JobMaxBackoff   time.Duration
 	MetricsListen   string // host:port, or "" for none
 	Version         string
+	// ZstdEncoder is each job's pipeline.Options.ZstdEncoder: empty for
+	// the engine's own, pipeline.EncoderKlauspost or pipeline.EncoderLit.
+	ZstdEncoder string
 	// NewEngine makes the engine for a job's plan (the CLI picks CPU or
 	// GPU from the config's engine); nil means the CPU engine. An error is
 	// taken as transient (a GPU busy or gone) unless it is an InputError.
@@ -86,6 +89,11 @@ func New(ctx context.Context, log *zap.Logger, opt Options) (*Daemon, error) {
 		opt.ArchiveDir = filepath.Join(opt.StateDir, "archive")
 	}
 	opt.ConcurrentJobs = max(1, opt.ConcurrentJobs)
+	// Refused here, not per job: a plan refused for it would send every
+	// acquisition to failed_dir as bad input.
+	if err := pipeline.CheckZstdEncoder(opt.ZstdEncoder); err != nil {
+		return nil, fmt.Errorf("zstd_encoder: %w", err)
+	}
 	d := &Daemon{opt: opt, log: log, m: newMetrics(), notify: newNotifier(log),
 		jobsDir: filepath.Join(opt.StateDir, "jobs"),
 		active:  map[string]bool{}, names: map[string]string{}, waiting: map[string]pending{},

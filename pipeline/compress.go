@@ -47,8 +47,8 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 		fill: newMeter(fillStage), encode: newMeter("compress")}
 	// NewPlan checked this already; a Plan made some other way must not
 	// fall through to klauspost with a misspelt encoder.
-	if err := checkZstdEncoder(p.Options.ZstdEncoder); err != nil {
-		return nil, err
+	if err := CheckZstdEncoder(p.Options.ZstdEncoder); err != nil {
+		return nil, fmt.Errorf("zstd_encoder: %w", err)
 	}
 	m := p.Manifest
 	for range p.Options.Workers {

@@ -67,14 +67,16 @@ const (
 	EncoderLit = "lit"
 )
 
-// checkZstdEncoder refuses an encoder name NewCompressor would not know,
-// before anything is read or written.
-func checkZstdEncoder(name string) error {
+// CheckZstdEncoder refuses a name that is not one of the encoders above,
+// so that callers (flags, the daemon's config) can refuse a misspelt knob
+// before anything is read or written. The message names the value and
+// the choices, not the knob: callers prefix their own name for it.
+func CheckZstdEncoder(name string) error {
 	switch name {
 	case EncoderDefault, EncoderKlauspost, EncoderLit:
 		return nil
 	}
-	return fmt.Errorf("zstd_encoder: %q is not one of %q, %q (or empty for the engine's default)", name, EncoderKlauspost, EncoderLit)
+	return fmt.Errorf("%q is not one of %q, %q (or empty for the engine's default)", name, EncoderKlauspost, EncoderLit)
 }
 
 func (o Options) withDefaults() Options {
@@ -132,8 +134,8 @@ func (w WorkingSet) String() string {
 // InputErrors; errors about the knobs say which knob to change.
 func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*Plan, error) {
 	opts = opts.withDefaults()
-	if err := checkZstdEncoder(opts.ZstdEncoder); err != nil {
-		return nil, err
+	if err := CheckZstdEncoder(opts.ZstdEncoder); err != nil {
+		return nil, fmt.Errorf("zstd_encoder: %w", err)
 	}
 	if opts.PartSize < MinPartSize {
 		return nil, fmt.Errorf("part_size %s is below S3's minimum of 5 MiB", FormatBytes(opts.PartSize))

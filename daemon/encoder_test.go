@@ -1,0 +1,75 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/localfs"
+	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zarr"
+	"github.com/zspool/zspool/zstdlit"
+)
+
+func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
+	var planned atomic.Value
+	h := newHarness(t, destination.Spec{}, func(o *Options) {
+		o.ZstdEncoder = pipeline.EncoderLit
+		o.NewEngine = func(p *pipeline.Plan) (pipeline.Engine, error) {
+			planned.Store(p.Options.ZstdEncoder)
+			return pipeline.NewCPU(p)
+		}
+	})
+	h.start()
+	raw := h.drop("lit", 2, 40, 50, nil)
+	h.waitFor("the acquisition archived", func() bool { return h.archived("lit") })
+	h.stop()
+	if got, _ := planned.Load().(string); got != pipeline.EncoderLit {
+		t.Fatalf("the plan's ZstdEncoder is %q, want %q", got, pipeline.EncoderLit)
+	}
+
+	// Chunk (0, 0, 0) is whole in the frame: rows 0…31, columns 0…31 of
+	// frame 0. It must be stored as zstdlit's frame of it.
+	ctx := context.Background()
+	store := localfs.New(h.opt.Dest.URL)
+	a, err := zarr.OpenArray(ctx, store, "lit.ome.zarr/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chunk []byte
+	for r := range 32 {
+		chunk = append(chunk, raw[r*50*2:(r*50+32)*2]...)
+	}
+	c := []int64{0, 0, 0}
+	entries, _, err := a.ReadIndex(ctx, a.Grid.ShardOf(c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entries[a.Grid.Slot(c)]
+	stored, err := store.GetRange(ctx, a.ShardKey(a.Grid.ShardOf(c, nil)), int64(e.Offset), int64(e.NBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := zstdlit.Encode(nil, chunk, zstdlit.Options{}); !bytes.Equal(stored, want) {
+		t.Fatalf("chunk (0, 0, 0): stored %d bytes, zstdlit writes %d different ones", len(stored), len(want))
+	}
+	got, err := a.ReadAll(ctx)
+	if err != nil || !bytes.Equal(got, raw) {
+		t.Fatalf("level 0 differs from the raw file (%v)", err)
+	}
+}
+
+// A misspelt encoder would make every plan fail, and every acquisition
+// would be quarantined as bad input; the daemon must refuse to start.
+func TestAnUnknownZstdEncoderStopsTheDaemonBeforeItStarts(t *testing.T) {
+	h := newHarness(t, destination.Spec{}, func(o *Options) { o.ZstdEncoder = "zstdlit" })
+	_, err := New(context.Background(), zap.NewNop(), h.opt)
+	if err == nil || !strings.Contains(err.Error(), `zstd_encoder: "zstdlit" is not one of "klauspost", "lit"`) {
+		t.Fatalf("New = %v, want a refusal naming zstd_encoder, the value and the choices", err)
+	}
+}
