@@ -32,20 +32,21 @@ import (
 // A field tagged secret:"true" (there is none today) is masked by Redacted
 // and by MarshalYAML, and its value is kept out of every error message.
 type Daemon struct {
-	SpoolDir        string      `yaml:"spool_dir"`        // required, absolute: where instruments drop raw files
-	StateDir        string      `yaml:"state_dir"`        // required, absolute, not spool_dir nor inside it: journal, claimed files
-	FailedDir       string      `yaml:"failed_dir"`       // default <state_dir>/failed: bad input and its .error.json
-	Destination     Destination `yaml:"destination"`      // where datasets go
-	Engine          string      `yaml:"engine"`           // auto (default), cpu, gpu
-	ConcurrentJobs  int         `yaml:"concurrent_jobs"`  // default 1, 1…64: raw files converted at once
-	MemoryBudget    Size        `yaml:"memory_budget"`    // default 768 MiB, ≥ 64 MiB: the working set a plan may use
-	Settle          Duration    `yaml:"settle"`           // default 30s, 0…24h: how long a file must be unchanged before it is claimed
-	RescanInterval  Duration    `yaml:"rescan_interval"`  // default 60s, 1s…24h: full rescan of the spool beside change notifications
-	Release         Release     `yaml:"release"`          // what happens to a raw file once its dataset is stored
-	Retry           Retry       `yaml:"retry"`            // backoff of S3 requests and of jobs after transient faults
-	Metrics         Metrics     `yaml:"metrics"`          // Prometheus endpoint
-	LogLevel        string      `yaml:"log_level"`        // debug, info (default), warn, error
-	ShutdownTimeout Duration    `yaml:"shutdown_timeout"` // default 30s, 0…1h: how long running shards may finish after SIGTERM
+	SpoolDir        string      `yaml:"spool_dir"`              // required, absolute: where instruments drop raw files
+	StateDir        string      `yaml:"state_dir"`              // required, absolute, not spool_dir nor inside it: journal, claimed files
+	FailedDir       string      `yaml:"failed_dir"`             // default <state_dir>/failed: bad input and its .error.json
+	Destination     Destination `yaml:"destination"`            // where datasets go
+	Engine          string      `yaml:"engine"`                 // auto (default), cpu, gpu
+	ZstdEncoder     string      `yaml:"zstd_encoder,omitempty"` // empty (default): the engine's own; klauspost or lit (zstdlit, literals only)
+	ConcurrentJobs  int         `yaml:"concurrent_jobs"`        // default 1, 1…64: raw files converted at once
+	MemoryBudget    Size        `yaml:"memory_budget"`          // default 768 MiB, ≥ 64 MiB: the working set a plan may use
+	Settle          Duration    `yaml:"settle"`                 // default 30s, 0…24h: how long a file must be unchanged before it is claimed
+	RescanInterval  Duration    `yaml:"rescan_interval"`        // default 60s, 1s…24h: full rescan of the spool beside change notifications
+	Release         Release     `yaml:"release"`                // what happens to a raw file once its dataset is stored
+	Retry           Retry       `yaml:"retry"`                  // backoff of S3 requests and of jobs after transient faults
+	Metrics         Metrics     `yaml:"metrics"`                // Prometheus endpoint
+	LogLevel        string      `yaml:"log_level"`              // debug, info (default), warn, error
+	ShutdownTimeout Duration    `yaml:"shutdown_timeout"`       // default 30s, 0…1h: how long running shards may finish after SIGTERM
 }
 
 // Destination is where datasets are written: an S3-compatible bucket, or a

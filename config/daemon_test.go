@@ -33,6 +33,7 @@ destination:
   no_request_checksums: true
   conditional_writes: off
 engine: gpu
+zstd_encoder: lit
 concurrent_jobs: 4
 memory_budget: 8GiB
 settle: 2m
@@ -69,6 +70,7 @@ var fullDaemon = Daemon{
 		ConditionalWrites:  "off",
 	},
 	Engine:         "gpu",
+	ZstdEncoder:    "lit",
 	ConcurrentJobs: 4,
 	MemoryBudget:   8 * GiB,
 	Settle:         Duration(2 * time.Minute),
@@ -158,6 +160,7 @@ func TestEveryDaemonDefault(t *testing.T) {
 	}{
 		{"failed_dir defaults to failed under state_dir", d.FailedDir, "/srv/state/failed"},
 		{"engine defaults to auto", d.Engine, "auto"},
+		{"zstd_encoder defaults to the engine's own (empty)", d.ZstdEncoder, ""},
 		{"concurrent_jobs defaults to 1", d.ConcurrentJobs, 1},
 		{"memory_budget defaults to 768 MiB", d.MemoryBudget, 768 * MiB},
 		{"settle defaults to 30s", d.Settle, Duration(30 * time.Second)},
@@ -226,6 +229,12 @@ func TestAcceptedVariations(t *testing.T) {
 		{"a bucket alone is an S3 destination with no prefix", strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "s3://bucket", 1), func(t *testing.T, d *Daemon) {
 			bucket, prefix, ok := d.Destination.S3()
 			expectEq(t, "S3", [3]any{bucket, prefix, ok}, [3]any{"bucket", "", true})
+		}},
+		{"zstd_encoder klauspost is kept", daemonWith("zstd_encoder: klauspost\n", ""), func(t *testing.T, d *Daemon) {
+			expectEq(t, "zstd_encoder", d.ZstdEncoder, "klauspost")
+		}},
+		{"an empty zstd_encoder is the engine's default", daemonWith("zstd_encoder: \"\"\n", ""), func(t *testing.T, d *Daemon) {
+			expectEq(t, "zstd_encoder", d.ZstdEncoder, "")
 		}},
 		{"settle may be zero", daemonWith("settle: 0s\n", ""), func(t *testing.T, d *Daemon) {
 			expectEq(t, "settle", d.Settle, Duration(0))
@@ -346,6 +355,8 @@ var badDaemonCases = []badDaemonCase{
 
 	// Scalars.
 	{name: "an unknown engine is refused", doc: daemonWith("engine: cuda\n", ""), field: "engine", phrase: `"cuda" is not one of auto, cpu, gpu`, line: 5},
+	{name: "an unknown zstd_encoder is refused with the choices", doc: daemonWith("zstd_encoder: zstd\n", ""), field: "zstd_encoder", phrase: `"zstd" is not one of klauspost, lit`, line: 5},
+	{name: "a zstd_encoder in capitals is refused", doc: daemonWith("zstd_encoder: Lit\n", ""), field: "zstd_encoder", phrase: `"Lit" is not one of klauspost, lit`},
 	{name: "concurrent_jobs of 0 is refused", doc: daemonWith("concurrent_jobs: 0\n", ""), field: "concurrent_jobs", phrase: "0 is not within 1…64", line: 5},
 	{name: "concurrent_jobs of 65 is refused", doc: daemonWith("concurrent_jobs: 65\n", ""), field: "concurrent_jobs", phrase: "65 is not within 1…64"},
 	{name: "a fractional concurrent_jobs is refused, not truncated", doc: daemonWith("concurrent_jobs: 2.5\n", ""), field: "concurrent_jobs", phrase: "want an integer; got 2.5", line: 5},

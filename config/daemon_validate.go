@@ -45,6 +45,12 @@ func (w *daemonWalk) validate(d *Daemon, lookupEnv func(string) (string, bool)) 
 	w.validateRelease(&d.Release, d, spoolOK, stateOK, failedOK)
 
 	w.oneOf("engine", d.Engine, engines)
+	if d.ZstdEncoder != "" {
+		// pipeline.EncoderKlauspost and pipeline.EncoderLit; this package
+		// cannot import pipeline, which imports it. Left out, the engine
+		// picks (klauspost on the CPU, its own encoder on the GPU).
+		w.oneOf("zstd_encoder", d.ZstdEncoder, []string{"klauspost", "lit"})
+	}
 	w.intRange("concurrent_jobs", d.ConcurrentJobs, 1, MaxConcurrentJobs)
 	if w.ok("memory_budget") && d.MemoryBudget < MinMemoryBudget {
 		w.add("memory_budget", "%s is below the minimum of %s", d.MemoryBudget, Size(MinMemoryBudget))
