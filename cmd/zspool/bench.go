@@ -326,6 +326,9 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 		what, spec.frames, spec.side, spec.side, plan.EpochFrames(), spec.chunk, spec.chunk, pipeline.FormatBytes(plan.EpochBytes()), spec.codec)
 	if spec.codec == "zstd" {
 		fmt.Fprintf(w, " level %d", spec.level)
+		if e := plan.Options.ZstdEncoder; e != pipeline.EncoderDefault {
+			fmt.Fprintf(w, ", encoder %s", e)
+		}
 	}
 	fmt.Fprintf(w, "\nsource: %s\n", source)
 	if len(plan.Levels) > 1 {

@@ -20,6 +20,7 @@ type engineFlags struct {
 	memoryBudget string
 	partSize     string
 	workers      int
+	zstdEncoder  string
 }
 
 func (e *engineFlags) register(fs interface {
@@ -34,6 +35,11 @@ func (e *engineFlags) register(fs interface {
 	fs.StringVar(&e.memoryBudget, "memory-budget", "768MiB", "refuse plans whose working set exceeds this")
 	fs.StringVar(&e.partSize, "part-size", "16MiB", "S3 multipart part size (min 5MiB); a shard must fit in 10,000 parts")
 	fs.IntVar(&e.workers, "workers", 0, "compression workers (0 = one per CPU)")
+	encHelp := "zstd encoder: klauspost (matches, at the manifest's level) or lit (zstdlit: literals only, no levels); empty: the engine's default, klauspost on the CPU"
+	if gpuBuilt {
+		encHelp += " and the GPU's own literals encoder, which writes what lit writes, on the GPU"
+	}
+	fs.StringVar(&e.zstdEncoder, "zstd-encoder", "", encHelp)
 }
 
 func (e *engineFlags) options() (pipeline.Options, error) {
@@ -46,6 +52,10 @@ func (e *engineFlags) options() (pipeline.Options, error) {
 		return o, fmt.Errorf("--part-size: %w", err)
 	}
 	o.Workers = e.workers
+	if err := pipeline.CheckZstdEncoder(e.zstdEncoder); err != nil {
+		return o, fmt.Errorf("--zstd-encoder: %w", err)
+	}
+	o.ZstdEncoder = e.zstdEncoder
 	switch e.engine {
 	case "auto", "cpu":
 	case "gpu":

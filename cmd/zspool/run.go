@@ -30,6 +30,9 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 	case c.Engine != "auto" && c.Engine != "cpu" && c.Engine != "gpu":
 		return daemon.Options{}, fmt.Errorf("engine: %q is not one of auto, cpu, gpu", c.Engine)
 	}
+	if err := pipeline.CheckZstdEncoder(c.ZstdEncoder); err != nil {
+		return daemon.Options{}, fmt.Errorf("zstd_encoder: %w", err)
+	}
 	o := daemon.Options{
 		SpoolDir: c.SpoolDir, StateDir: c.StateDir, FailedDir: c.FailedDir,
 		Release: c.Release.Policy, ArchiveDir: c.Release.ArchiveDir,
@@ -45,7 +48,7 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 		Settle: time.Duration(c.Settle), RescanInterval: time.Duration(c.RescanInterval),
 		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
 		JobBackoff:      time.Duration(c.Retry.JobBackoff), JobMaxBackoff: time.Duration(c.Retry.JobMaxBackoff),
-		Version: buildVersion(),
+		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder,
 	}
 	if c.Metrics.Enabled() {
 		o.MetricsListen = c.Metrics.Listen
@@ -144,6 +147,7 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		fmt.Fprintf(stdout, "# engine %s; this binary has the CPU engine only\n", cfg.Engine)
 	}
+	fmt.Fprintf(stdout, "# zstd encoder: %s\n", describeZstdEncoder(cfg.ZstdEncoder))
 	var problems []string
 	for _, dir := range []string{opt.SpoolDir, filepath.Dir(opt.StateDir)} {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -164,4 +168,19 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: 1, err: fmt.Errorf("%s:\n  %s", *path, strings.Join(problems, "\n  "))}
 	}
 	return nil
+}
+
+// describeZstdEncoder says what zstd_encoder means for `config check`,
+// whose effective configuration leaves the key out when it is empty.
+func describeZstdEncoder(name string) string {
+	switch name {
+	case pipeline.EncoderDefault:
+		if gpuBuilt {
+			return "the engine's default (klauspost on the CPU, the GPU's own literals encoder on the GPU)"
+		}
+		return "the engine's default (klauspost)"
+	case pipeline.EncoderLit:
+		return "lit (zstdlit, literals only; compression.level is not used)"
+	}
+	return name
 }
