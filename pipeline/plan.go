@@ -67,8 +67,8 @@ const (
 	EncoderLit = "lit"
 )
 
-// CheckZstdEncoder refuses a name that is not one of the encoders above,
-// so that callers (flags, the daemon's config) can refuse a misspelt knob
+// CheckZstdEncoder refuses a name other than EncoderDefault,
+// EncoderKlauspost and EncoderLit, so that callers (flags, the daemon's config) can refuse a misspelt knob
 // before anything is read or written. The message names the value and
 // the choices, not the knob: callers prefix their own name for it.
 func CheckZstdEncoder(name string) error {

@@ -4,10 +4,10 @@
 // net/http/httptest is, so that other packages' tests (the GPU encoder's,
 // the pipeline's, the CLI's) feed exactly the bytes zstdlit was checked on.
 //
-// Every function is deterministic: the same arguments give the same bytes
-// on every platform and Go version (math/rand/v2's PCG is specified).
-// Changing what any of them returns changes zstdlit's pinned corpus hash,
-// so do not; add new generators or cases instead.
+// Every function is deterministic: the generators are seeded PCGs, so the
+// same arguments give the same bytes. Changing what any of them returns
+// changes zstdlit's pinned corpus hash, so do not; add new generators or
+// cases instead.
 package corpus
 
 import (
