@@ -264,8 +264,13 @@ func (d *Device) scatter(s cu.Stream, bk *batchKernels, in, out, nonfill cu.Devi
 // (keyOf, sizes), their exclusive scan (offsets, one past the keys for the
 // total) and the gather of the present chunks from layout into out. The
 // scan and gather wait for before first (the previous user of offsets and
-// out). On the device goroutine.
-func (d *Device) aggregate(s cu.Stream, bk *batchKernels, layout, nonfill, keyOf, sizes, offsets, out cu.DevicePtr, before cu.Event) error {
+// out). With lit, the chunks are zstd-encoded on the way: their frames'
+// sizes replace the chunk sizes before the scan, and the encoder writes
+// the frames where the gather would have put the chunks; compStart, when
+// given, is recorded where the encoder's work begins. On the device
+// goroutine.
+func (d *Device) aggregate(s cu.Stream, bk *batchKernels, lit *litScratch, layout, nonfill, keyOf, sizes, offsets, out cu.DevicePtr,
+	before cu.Event, compStart *cu.Event) error {
 	p := bk.p
 	if err := cu.MemsetD32Async(sizes, 0, int64(2*p.Keys), s); err != nil {
 		return fmt.Errorf("clear sizes: %w", err)
@@ -273,6 +278,16 @@ func (d *Device) aggregate(s cu.Stream, bk *batchKernels, layout, nonfill, keyOf
 	blocks := int(min(ceilDiv(p.NChunks, scatterThreads), 1024))
 	if err := d.fn.keys.Launch(blocks, 1, 1, scatterThreads, 1, 1, 0, s, args(bk.dParams, nonfill, keyOf, sizes)); err != nil {
 		return fmt.Errorf("launch chunk keys: %w", err)
+	}
+	if compStart != nil {
+		if err := compStart.Record(s); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+	}
+	if lit != nil {
+		if err := d.litSizes(s, lit, layout, int64(p.ChunkBytes), int64(p.NChunks), nonfill, keyOf, sizes); err != nil {
+			return err
+		}
 	}
 	if before != (cu.Event{}) {
 		if err := s.Wait(before, 0); err != nil {
@@ -282,6 +297,9 @@ func (d *Device) aggregate(s cu.Stream, bk *batchKernels, layout, nonfill, keyOf
 	n := p.Keys
 	if err := d.fn.scan.Launch(1, 1, 1, scanThreads, 1, 1, 0, s, args(sizes, cu.DevicePtr(n), offsets)); err != nil {
 		return fmt.Errorf("launch scan: %w", err)
+	}
+	if lit != nil {
+		return d.litWrite(s, lit, layout, int64(p.ChunkBytes), int64(p.NChunks), keyOf, offsets, out)
 	}
 	perChunk := p.ChunkBytes / p.GatherVec
 	gx := int(min(ceilDiv(perChunk, scatterThreads), 1024))

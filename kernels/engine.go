@@ -34,10 +34,16 @@ import (
 //
 // The pipeline is two epochs deep: Encode of epoch n queues n, starts the
 // copy back of n−1 and hands out n−2, so the copy engines move n in and
-// n−1 out while the host assembles (and, for zstd, compresses) n−2. Flush
-// hands out the last two and what the pyramid still holds. Compression
-// stays on the CPU (the shared pipeline.Compressor, reading the chunks
-// straight from pinned memory).
+// n−1 out while the host assembles (and, for klauspost, compresses) n−2. Flush
+// hands out the last two and what the pyramid still holds.
+//
+// Under zstd the GPU encodes (zstdlit.cuh) unless the plan asks for
+// klauspost: the encoder plans every chunk's frame after the scatter, the
+// frames' sizes go through the aggregate's scan in place of the chunk
+// sizes, and the encoder writes each frame at its shard-order offset, so
+// only compressed bytes cross back. With klauspost the chunks come back
+// raw and the shared pipeline.Compressor encodes them on the host,
+// reading straight from pinned memory.
 type Engine struct {
 	dev    *Device
 	ownDev bool
@@ -47,6 +53,11 @@ type Engine struct {
 	chunk  int64          // bytes of one padded chunk
 	comp   *pipeline.Compressor
 	zero   []byte // a fill chunk: what absent chunks are compressed as
+	// gpuZstd: the GPU encodes (codec zstd with the default or lit
+	// encoder; comp is nil) in lit, its scratch. Output buffers then hold
+	// frames up to LitFrameBound per chunk instead of raw chunks.
+	gpuZstd bool
+	lit     *litScratch
 
 	pyr    *pyramid.State
 	levels []*level // index 0 unused
@@ -102,11 +113,11 @@ type level struct {
 }
 
 type events struct {
-	h2dStart, h2dEnd, scatterStart, scatterEnd, aggEnd, reduceEnd, levelsEnd, metaStart, metaEnd, bytesStart, bytesEnd cu.Event
+	h2dStart, h2dEnd, scatterStart, scatterEnd, compStart, aggEnd, reduceEnd, levelsEnd, metaStart, metaEnd, bytesStart, bytesEnd cu.Event
 }
 
 func (ev *events) all() []*cu.Event {
-	return []*cu.Event{&ev.h2dStart, &ev.h2dEnd, &ev.scatterStart, &ev.scatterEnd, &ev.aggEnd, &ev.reduceEnd, &ev.levelsEnd,
+	return []*cu.Event{&ev.h2dStart, &ev.h2dEnd, &ev.scatterStart, &ev.scatterEnd, &ev.compStart, &ev.aggEnd, &ev.reduceEnd, &ev.levelsEnd,
 		&ev.metaStart, &ev.metaEnd, &ev.bytesStart, &ev.bytesEnd}
 }
 
@@ -135,6 +146,7 @@ const (
 	stageScatter
 	stageDownsample
 	stageLevels
+	stageCompress // the GPU zstd encoder
 	stageAggregate
 	stageD2H
 	stages
@@ -180,7 +192,15 @@ func NewEngine(dev *Device, p *pipeline.Plan) (*Engine, error) {
 		e.closeCompressors()
 		return nil, err
 	}
-	if codec == "zstd" {
+	switch enc := p.Options.ZstdEncoder; {
+	case codec != "zstd":
+	case enc == pipeline.EncoderDefault || enc == pipeline.EncoderLit:
+		if e.chunk >= litMaxChunk {
+			return fail(fmt.Errorf("chunks of %s: the GPU zstd encoder takes at most %s (use --zstd-encoder klauspost)",
+				pipeline.FormatBytes(e.chunk), pipeline.FormatBytes(litMaxChunk-1)))
+		}
+		e.gpuZstd = true
+	default:
 		if e.comp, err = pipeline.NewCompressor(p, e.chunk, len(e.ll.Coords), "chunk view"); err != nil {
 			return fail(err)
 		}
@@ -251,11 +271,11 @@ func (e *Engine) planLevels() error {
 // allocate takes the engine's device and pinned memory, streams and
 // events. On the device goroutine.
 func (e *Engine) allocate() error {
-	in, out, keys := int64(e.full.InBytes), int64(e.full.OutBytes()), int64(e.full.Keys)
+	in, out, keys := int64(e.full.InBytes), e.outBytes(e.full, e.chunk), int64(e.full.Keys)
 	chunks := int64(e.full.NChunks)
 	// The layout, flags, keys and sizes serve level 0 and every level's
 	// emissions: the largest of them sizes each.
-	layoutBytes, flagChunks, sizeKeys := out, chunks, keys
+	layoutBytes, flagChunks, sizeKeys := int64(e.full.OutBytes()), chunks, keys
 	need := 2*in + 2*out + 2*8*(keys+1)
 	levelOut := make([]*layout.Params, len(e.levels))
 	for _, lv := range e.levels[1:] {
@@ -267,9 +287,14 @@ func (e *Engine) allocate() error {
 		layoutBytes = max(layoutBytes, int64(lp.OutBytes()))
 		flagChunks = max(flagChunks, int64(lp.NChunks))
 		sizeKeys = max(sizeKeys, int64(lp.Keys))
-		need += e.pyr.Capacity(lv.index)*lv.frameBytes + lv.inFrame + 2*int64(lp.OutBytes()) + 2*8*int64(lp.Keys+1)
+		need += e.pyr.Capacity(lv.index)*lv.frameBytes + lv.inFrame + 2*e.outBytes(lp, lv.chunk) + 2*8*int64(lp.Keys+1)
 	}
 	need += layoutBytes + 4*flagChunks + 8*flagChunks + 8*sizeKeys
+	// Level chunks are never larger than level 0's (same shape, clamped).
+	litBlocksNeeded := flagChunks * litBlocks(e.chunk)
+	if e.gpuZstd {
+		need += litBlocksNeeded * (litBlockBytes + litTableBytes)
+	}
 	if free, _, err := cu.MemInfo(); err == nil && need > free {
 		return fmt.Errorf("the engine needs %s of GPU memory, %s is free: lower dimensions[0].chunk",
 			pipeline.FormatBytes(need), pipeline.FormatBytes(free))
@@ -305,7 +330,7 @@ func (e *Engine) allocate() error {
 	}
 	for _, lv := range e.levels[1:] {
 		lp := levelOut[lv.index]
-		lo, lk := int64(lp.OutBytes()), int64(lp.Keys)
+		lo, lk := e.outBytes(lp, lv.chunk), int64(lp.Keys)
 		steps := []error{alloc(&lv.dRows, e.pyr.Capacity(lv.index)*lv.frameBytes), alloc(&lv.dPending, lv.inFrame)}
 		for b := range 2 {
 			steps = append(steps, alloc(&lv.dOut[b], lo), alloc(&lv.dOffsets[b], 8*(lk+1)),
@@ -322,6 +347,11 @@ func (e *Engine) allocate() error {
 		}
 	}
 	var err error
+	if e.gpuZstd {
+		if e.lit, err = allocLit(litBlocksNeeded); err != nil {
+			return err
+		}
+	}
 	for _, s := range []*cu.Stream{&e.h2d, &e.compute, &e.d2h} {
 		if *s, err = cu.MakeStream(cu.NonBlocking); err != nil {
 			return fmt.Errorf("create stream: %w", err)
@@ -338,6 +368,15 @@ func (e *Engine) allocate() error {
 		e.inflight[i].offsets = make([]uint64, keys+1)
 	}
 	return nil
+}
+
+// outBytes is the size of an output buffer for a batch of layout lp:
+// its chunks, or their largest frames when the GPU encodes.
+func (e *Engine) outBytes(lp *layout.Params, chunk int64) int64 {
+	if e.gpuZstd {
+		return int64(lp.NChunks) * LitFrameBound(chunk)
+	}
+	return int64(lp.OutBytes())
 }
 
 // free releases what allocate took, once the streams are idle. On the
@@ -381,6 +420,10 @@ func (e *Engine) free() error {
 	for _, h := range hosts {
 		errs = append(errs, hostFree(*h))
 		*h = nil
+	}
+	if e.lit != nil {
+		e.lit.free()
+		e.lit = nil
 	}
 	for _, p := range ptrs {
 		if *p != 0 {
@@ -551,7 +594,8 @@ func (e *Engine) submit(n int64, ep *pipeline.Epoch, ops []pyramid.Op) error {
 			{"scatter", func() error { return e.dev.scatter(e.compute, bk, e.dIn[b], e.dLayout, e.dFlags) }},
 			{"record", func() error { return ev.scatterEnd.Record(e.compute) }},
 			{"aggregate", func() error {
-				return e.dev.aggregate(e.compute, bk, e.dLayout, e.dFlags, e.dKeyOf, e.dSizes, e.dOffsets[b], e.dOut[b], prev.bytesEnd)
+				return e.dev.aggregate(e.compute, bk, e.lit, e.dLayout, e.dFlags, e.dKeyOf, e.dSizes, e.dOffsets[b], e.dOut[b],
+					prev.bytesEnd, &ev.compStart)
 			}},
 		}...)
 	} else {
@@ -644,7 +688,7 @@ func (e *Engine) pyramidSteps(n int64, ep *pipeline.Epoch, ops []pyramid.Op) []s
 				if err := e.dev.scatter(e.compute, bk, lv.dRows, e.dLayout, e.dFlags); err != nil {
 					return err
 				}
-				if err := e.dev.aggregate(e.compute, bk, e.dLayout, e.dFlags, e.dKeyOf, e.dSizes, lv.dOffsets[b], lv.dOut[b], cu.Event{}); err != nil {
+				if err := e.dev.aggregate(e.compute, bk, e.lit, e.dLayout, e.dFlags, e.dKeyOf, e.dSizes, lv.dOffsets[b], lv.dOut[b], cu.Event{}, nil); err != nil {
 					return err
 				}
 				bt.leveled += op.Frames * lv.frameBytes
@@ -671,7 +715,7 @@ func (e *Engine) fetch(m int64) error {
 	if bt.level0 {
 		copy(bt.offsets, unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(e.hOffsets[b]))), len(bt.offsets)))
 		bt.total = bt.offsets[len(bt.offsets)-1]
-		if bt.total > uint64(len(e.hOut[b])) || bt.total%uint64(e.chunk) != 0 {
+		if bt.total > uint64(len(e.hOut[b])) || (!e.gpuZstd && bt.total%uint64(e.chunk) != 0) {
 			return fmt.Errorf("the GPU counted %d bytes of chunks of %d bytes, at most %d fit", bt.total, e.chunk, len(e.hOut[b]))
 		}
 	}
@@ -681,7 +725,7 @@ func (e *Engine) fetch(m int64) error {
 		keys := int(gr.bk.p.Keys + 1)
 		gr.offsets = append(gr.offsets[:0], unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(lv.hOffsets[b]))), keys)...)
 		gr.total = gr.offsets[keys-1]
-		if gr.total > uint64(len(lv.hOut[b])) || gr.total%uint64(lv.chunk) != 0 {
+		if gr.total > uint64(len(lv.hOut[b])) || (!e.gpuZstd && gr.total%uint64(lv.chunk) != 0) {
 			return fmt.Errorf("level %d: the GPU counted %d bytes of chunks of %d bytes, at most %d fit", lv.index, gr.total, lv.chunk, len(lv.hOut[b]))
 		}
 	}
@@ -724,6 +768,12 @@ func (e *Engine) collect(ctx context.Context, m int64, outs []pipeline.LevelOutp
 			pairs[stageH2D] = [2]*cu.Event{&ev.h2dStart, &ev.h2dEnd}
 			pairs[stageScatter] = [2]*cu.Event{&ev.scatterStart, &ev.scatterEnd}
 			pairs[stageAggregate] = [2]*cu.Event{&ev.scatterEnd, &ev.aggEnd}
+			if e.gpuZstd {
+				// Keys, then the encoder (whose scan and write stand in
+				// for the aggregate's): compress is from compStart on.
+				pairs[stageAggregate] = [2]*cu.Event{&ev.scatterEnd, &ev.compStart}
+				pairs[stageCompress] = [2]*cu.Event{&ev.compStart, &ev.aggEnd}
+			}
 		}
 		for i, p := range pairs {
 			if p[0] == nil {
@@ -737,6 +787,9 @@ func (e *Engine) collect(ctx context.Context, m int64, outs []pipeline.LevelOutp
 		}
 		t, err := ev.bytesStart.Elapsed(ev.bytesEnd)
 		ms[stageD2H] += t
+		if err == nil && e.lit != nil {
+			err = e.lit.check()
+		}
 		return err
 	})
 	what := fmt.Sprintf("epoch %d", bt.index)
@@ -755,6 +808,9 @@ func (e *Engine) collect(ctx context.Context, m int64, outs []pipeline.LevelOutp
 	}
 	var bytes [stages]int64
 	bytes[stageH2D], bytes[stageScatter], bytes[stageAggregate] = bt.raw, bt.raw, int64(bt.total)
+	if e.gpuZstd && bt.level0 {
+		bytes[stageCompress] = bt.raw
+	}
 	bytes[stageDownsample], bytes[stageLevels], bytes[stageD2H] = bt.reduced, bt.leveled, back
 	e.mu.Lock()
 	for i := range stages {
@@ -796,7 +852,12 @@ func (e *Engine) rows(ctx context.Context, l int, ll *pipeline.RowLayout, chunk 
 	for j := range n {
 		for i := range ll.Coords {
 			k := key(i, j)
-			if s := offs[k+1] - offs[k]; s != 0 && s != uint64(chunk) {
+			s := offs[k+1] - offs[k]
+			if e.gpuZstd && s > uint64(LitFrameBound(chunk)) {
+				return nil, fmt.Errorf("row %d: the GPU sized chunk %d's frame at %d bytes, more than its bound %d",
+					first+j, i, s, LitFrameBound(chunk))
+			}
+			if !e.gpuZstd && s != 0 && s != uint64(chunk) {
 				return nil, fmt.Errorf("row %d: the GPU sized chunk %d at %d bytes, not %d or 0", first+j, i, s, chunk)
 			}
 		}
@@ -866,7 +927,7 @@ func detachAll(outs []pipeline.LevelOutput) {
 func (e *Engine) Stages() []pipeline.Stage {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	names := [stages]string{"H2D", "scatter", "downsample", "levels", "aggregate", "D2H"}
+	names := [stages]string{"H2D", "scatter", "downsample", "levels", "compress", "aggregate", "D2H"}
 	st := func(i int) pipeline.Stage { return e.meters[i].stage(names[i]) }
 	out := []pipeline.Stage{st(stageH2D), st(stageScatter)}
 	if len(e.levels) > 1 {
@@ -882,6 +943,9 @@ func (e *Engine) Stages() []pipeline.Stage {
 			}
 		}
 		out = append(out, comp)
+	}
+	if e.gpuZstd {
+		out = append(out, st(stageCompress))
 	}
 	return append(out, st(stageAggregate), st(stageD2H))
 }

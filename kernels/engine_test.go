@@ -69,6 +69,16 @@ func (a *acquisition) plan(t *testing.T) (*pipeline.Source, *pipeline.Plan) {
 	return src, p
 }
 
+// codecCases are what the engines are compared under: codec none; zstd
+// with the GPU's own encoder (the default), against the CPU engine running
+// zstdlit, so stored bytes must match byte for byte; and zstd compressed by
+// both on the CPU with klauspost.
+var codecCases = []struct{ name, codec, cpu, gpu string }{
+	{"none", "none", "", ""},
+	{"zstd", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault},
+	{"zstd-klauspost", "zstd", pipeline.EncoderKlauspost, pipeline.EncoderKlauspost},
+}
+
 // engineCases are the shapes plus shapes of many epochs (the GPU
 // pipeline runs two epochs deep) and random ones.
 func engineCases(rng *rand.Rand) []reference.Shape {
@@ -118,16 +128,18 @@ func rows(t *testing.T, eng pipeline.Engine, p *pipeline.Plan, raw []byte) []pip
 func TestEngineRowsMatchCPU(t *testing.T) {
 	d := openDevice(t)
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, codec := range []string{"none", "zstd"} {
+	for _, cc := range codecCases {
 		for _, sh := range engineCases(rng) {
-			t.Run(codec+"/"+sh.Name, func(t *testing.T) {
-				a := writeAcquisition(t, t.TempDir(), sh.Name, sh.Grid, sh.Elem, codec, rng)
+			t.Run(cc.name+"/"+sh.Name, func(t *testing.T) {
+				a := writeAcquisition(t, t.TempDir(), sh.Name, sh.Grid, sh.Elem, cc.codec, rng)
 				_, p := a.plan(t)
+				p.Options.ZstdEncoder = cc.cpu
 				cpu, err := pipeline.NewCPU(p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer cpu.Close()
+				p.Options.ZstdEncoder = cc.gpu
 				gpu, err := NewEngine(d, p)
 				if err != nil {
 					t.Fatal(err)
@@ -160,8 +172,14 @@ func sameRow(got, want pipeline.LevelOutput) error {
 		for c := range w.Chunks {
 			gc, wc := g.Chunks[c], w.Chunks[c]
 			if gc.Slot != wc.Slot || (gc.Data == nil) != (wc.Data == nil) || !bytes.Equal(gc.Data, wc.Data) {
-				return fmt.Errorf("shard %d chunk %d: slot %d, %d bytes (absent %v); want slot %d, %d bytes (absent %v)",
-					s, c, gc.Slot, len(gc.Data), gc.Data == nil, wc.Slot, len(wc.Data), wc.Data == nil)
+				at := 0
+				for at < min(len(gc.Data), len(wc.Data)) && gc.Data[at] == wc.Data[at] {
+					at++
+				}
+				lo := max(0, at-8)
+				return fmt.Errorf("shard %d chunk %d: slot %d, %d bytes (absent %v); want slot %d, %d bytes (absent %v); first difference at byte %d: % x, want % x",
+					s, c, gc.Slot, len(gc.Data), gc.Data == nil, wc.Slot, len(wc.Data), wc.Data == nil, at,
+					gc.Data[lo:min(len(gc.Data), at+24)], wc.Data[lo:min(len(wc.Data), at+24)])
 			}
 		}
 	}
@@ -176,25 +194,29 @@ func TestConvertMatchesCPU(t *testing.T) {
 	d := openDevice(t)
 	rng := rand.New(rand.NewPCG(13, 14))
 	ctx := context.Background()
-	for _, codec := range []string{"none", "zstd"} {
+	for _, cc := range codecCases {
 		for _, sh := range engineCases(rng) {
-			t.Run(codec+"/"+sh.Name, func(t *testing.T) {
+			t.Run(cc.name+"/"+sh.Name, func(t *testing.T) {
 				spool := t.TempDir()
-				a := writeAcquisition(t, spool, sh.Name, sh.Grid, sh.Elem, codec, rng)
+				a := writeAcquisition(t, spool, sh.Name, sh.Grid, sh.Elem, cc.codec, rng)
 				var arrays [2]*zarr.Array
+				var roots [2]string
 				for i, kind := range []string{"cpu", "gpu"} {
 					src, p := a.plan(t)
 					var eng pipeline.Engine
 					var err error
 					if kind == "cpu" {
+						p.Options.ZstdEncoder = cc.cpu
 						eng, err = pipeline.NewCPU(p)
 					} else {
+						p.Options.ZstdEncoder = cc.gpu
 						eng, err = NewEngine(d, p)
 					}
 					if err != nil {
 						t.Fatal(err)
 					}
-					dir := localfs.New(t.TempDir())
+					roots[i] = t.TempDir()
+					dir := localfs.New(roots[i])
 					_, err = pipeline.Convert(ctx, zap.NewNop(), src, p, eng, dir, pipeline.ConvertOptions{Version: "test"})
 					eng.Close()
 					if err != nil {
@@ -214,9 +236,42 @@ func TestConvertMatchesCPU(t *testing.T) {
 					}
 				}
 				sameIndexes(t, arrays[0], arrays[1])
+				if cc.cpu == pipeline.EncoderLit {
+					sameShardFiles(t, filepath.Join(roots[0], sh.Name+".ome.zarr", "0"), filepath.Join(roots[1], sh.Name+".ome.zarr", "0"))
+				}
 			})
 		}
 	}
+}
+
+// sameShardFiles compares every file under two array directories byte for
+// byte: the GPU encoder and zstdlit must write the same shards.
+func sameShardFiles(t *testing.T, cpuDir, gpuDir string) {
+	t.Helper()
+	var n int
+	err := filepath.WalkDir(cpuDir, func(path string, de os.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(cpuDir, path)
+		want, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		got, err := os.ReadFile(filepath.Join(gpuDir, rel))
+		if err != nil {
+			return fmt.Errorf("gpu: %w", err)
+		}
+		if !bytes.Equal(got, want) {
+			return fmt.Errorf("%s: the GPU engine wrote %d bytes that differ from the CPU engine's %d", rel, len(got), len(want))
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d files byte-identical", n)
 }
 
 // sameIndexes compares every shard's index, slot by slot: present or

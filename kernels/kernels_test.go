@@ -98,7 +98,7 @@ func (d *Device) runBatch(p *layout.Params, raw []byte) (*gpuBatch, error) {
 		if err := d.scatter(s, bk, in, lay, flags); err != nil {
 			return err
 		}
-		if err := d.aggregate(s, bk, lay, flags, keyOf, sz, offs, out, cu.Event{}); err != nil {
+		if err := d.aggregate(s, bk, nil, lay, flags, keyOf, sz, offs, out, cu.Event{}, nil); err != nil {
 			return err
 		}
 		if err := s.Synchronize(); err != nil {

@@ -201,17 +201,17 @@ func samePyramidRows(got, want []pipeline.LevelOutput) error {
 func TestEnginePyramidRowsMatchCPU(t *testing.T) {
 	d := openDevice(t)
 	rng := rand.New(rand.NewPCG(33, 34))
-	for _, codec := range []string{"none", "zstd"} {
+	for _, cc := range codecCases {
 		for _, method := range reference.Methods {
 			for _, sh := range append(reference.PyramidShapes(), reference.ResumableZStack()) {
 				for _, dt := range reference.DTypes {
-					if codec == "zstd" && dt != "uint16" && dt != "int64" && dt != "float32" {
+					if cc.codec == "zstd" && dt != "uint16" && dt != "int64" && dt != "float32" {
 						continue
 					}
 					for _, big := range []bool{false, true} {
-						name := fmt.Sprintf("%s/%s/%s/%s/big%v", codec, method, sh.Name, dt, big)
+						name := fmt.Sprintf("%s/%s/%s/%s/big%v", cc.name, method, sh.Name, dt, big)
 						t.Run(name, func(t *testing.T) {
-							p, err := reference.PyramidPlan(sh, "pyr", dt, method, big, codec)
+							p, err := reference.PyramidPlan(sh, "pyr", dt, method, big, cc.codec)
 							if err != nil {
 								t.Fatal(err)
 							}
@@ -219,11 +219,13 @@ func TestEnginePyramidRowsMatchCPU(t *testing.T) {
 								t.Fatalf("%d levels, want a pyramid", len(p.Levels))
 							}
 							raw := reference.PyramidRaw(rng, dt, big, sh.Elems())
+							p.Options.ZstdEncoder = cc.cpu
 							cpu, err := pipeline.NewCPU(p)
 							if err != nil {
 								t.Fatal(err)
 							}
 							defer cpu.Close()
+							p.Options.ZstdEncoder = cc.gpu
 							gpu, err := NewEngine(d, p)
 							if err != nil {
 								t.Fatal(err)
@@ -288,12 +290,13 @@ func TestConvertPyramidMatchesCPU(t *testing.T) {
 	d := openDevice(t)
 	rng := rand.New(rand.NewPCG(37, 38))
 	ctx := context.Background()
-	for _, codec := range []string{"none", "zstd"} {
+	for _, cc := range codecCases {
+		codec := cc.codec
 		for _, method := range reference.Methods {
 			for _, sh := range append(reference.PyramidShapes(), reference.ResumableZStack()) {
 				dt := []config.DType{"uint16", "int64", "float64", "int8"}[rng.IntN(4)]
 				big := rng.IntN(2) == 0
-				name := fmt.Sprintf("%s_%s_%s_%s", codec, method, sh.Name, dt)
+				name := fmt.Sprintf("%s_%s_%s_%s", cc.name, method, sh.Name, dt)
 				t.Run(name, func(t *testing.T) {
 					spool := t.TempDir()
 					raw := reference.PyramidRaw(rng, dt, big, sh.Elems())
@@ -311,8 +314,10 @@ func TestConvertPyramidMatchesCPU(t *testing.T) {
 						var eng pipeline.Engine
 						var err error
 						if kind == "cpu" {
+							p.Options.ZstdEncoder = cc.cpu
 							eng, err = pipeline.NewCPU(p)
 						} else {
+							p.Options.ZstdEncoder = cc.gpu
 							eng, err = NewEngine(d, p)
 						}
 						if err != nil {

@@ -202,9 +202,14 @@ __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_byt
 		return;
 	}
 	const uint32_t hl = blk->hdr_len;
-	if (q == 0)
+	if (q == 0) {
 		for (uint32_t i = tid; i < hl; i += kThreads)
 			dst[3 + i] = blk->hdr[i];
+		// The sequences section: Number_of_Sequences = 0, the block's
+		// last byte.
+		if (tid == 0)
+			dst[3 + blk->content - 1] = 0;
+	}
 	const uint32_t streams = blk->streams;
 	if (q >= streams)
 		return;
