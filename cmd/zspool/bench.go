@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,8 +103,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	spec.frames = max(1, total/spec.frameBytes())
 	src := *source
 	if src == "" {
+		// Pinned when the GPU does all the work on the bytes (codec none,
+		// or its own zstd encoder): then the file reader, not the engine,
+		// would be what a file source measures.
 		src = "file"
-		if kind == "gpu" && spec.codec == "none" {
+		if kind == "gpu" && (spec.codec == "none" || opts.ZstdEncoder != pipeline.EncoderKlauspost) {
 			src = "pinned"
 		}
 	}
@@ -330,7 +335,13 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 			fmt.Fprintf(w, ", encoder %s", e)
 		}
 	}
-	fmt.Fprintf(w, "\nsource: %s\n", source)
+	g := plan.Levels[0].Grid
+	shard := make([]int64, g.Rank())
+	for d := range shard {
+		shard[d] = g.Shard[d] * g.Chunk[d]
+	}
+	fmt.Fprintf(w, "\ngrid: shape %s chunk %s shard %s\n", joinInts(g.Shape), joinInts(g.Chunk), joinInts(shard))
+	fmt.Fprintf(w, "source: %s\n", source)
 	if len(plan.Levels) > 1 {
 		fmt.Fprintf(w, "pyramid: %d levels, %s:", len(plan.Levels), plan.Manifest.Multiscale.Method)
 		for _, l := range plan.Levels {
@@ -398,4 +409,13 @@ func writeStages(w io.Writer, stages []pipeline.Stage) {
 		}
 		fmt.Fprintf(w, "%-10s %10.3f %10.3f %10.3f %10.1f\n", name, float64(s.Bytes)/1e9, s.Avg()/1e9, s.Best/1e9, float64(s.Busy)/1e6)
 	}
+}
+
+// joinInts writes 1,2,3: the form bench/gpu-host.sh hands to tensorstore.
+func joinInts(v []int64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(parts, ",")
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +20,10 @@ import (
 // `convert --engine gpu` and `--engine cpu` of the same inputs (every
 // shape of the CPU-pipeline issue, every element size, both codecs)
 // decode to identical arrays, equal to the raw file, with identical shard
-// indexes slot by slot. It needs a GPU and a binary built with -tags cuda.
+// indexes slot by slot. Under zstd the GPU engine runs its own encoder and
+// the CPU engine `--zstd-encoder lit`, so the shards must also be equal
+// byte for byte, and the GPU's output passes `verify --raw`. It needs a
+// GPU and a binary built with -tags cuda.
 func TestConvertEngineGPUMatchesCPU(t *testing.T) {
 	if desc, ok := gpuStatus(); !ok {
 		t.Skipf("no usable GPU: %s", desc)
@@ -38,9 +42,15 @@ func TestConvertEngineGPUMatchesCPU(t *testing.T) {
 					a.randomRaw(seed, elems(sh.dims))
 					mp := a.write(t, spool)
 					var arrays [2]*zarr.Array
+					var dests [2]string
 					for i, engine := range []string{"cpu", "gpu"} {
 						dest := t.TempDir()
-						if _, stderr, err := zspool(t, "convert", mp, "--dest", dest, "--quiet", "--engine", engine); err != nil {
+						dests[i] = dest
+						args := []string{"convert", mp, "--dest", dest, "--quiet", "--engine", engine}
+						if engine == "cpu" && codec == "zstd" {
+							args = append(args, "--zstd-encoder", "lit")
+						}
+						if _, stderr, err := zspool(t, args...); err != nil {
 							t.Fatalf("convert --engine %s: %v\n%s", engine, err, stderr)
 						}
 						ds, err := zarr.Open(ctx, localfs.New(dest), name+".ome.zarr")
@@ -57,9 +67,42 @@ func TestConvertEngineGPUMatchesCPU(t *testing.T) {
 						}
 					}
 					sameShardIndexes(t, arrays[0], arrays[1])
+					if codec == "zstd" {
+						sameFiles(t, filepath.Join(dests[0], name+".ome.zarr", "0"), filepath.Join(dests[1], name+".ome.zarr", "0"))
+					}
+					ds := filepath.Join(dests[1], name+".ome.zarr")
+					if _, stderr, err := zspool(t, "verify", ds, "--raw", filepath.Join(spool, name+".raw"), "--quiet"); err != nil {
+						t.Fatalf("verify --raw of the GPU's output: %v\n%s", err, stderr)
+					}
 				})
 			}
 		}
+	}
+}
+
+// sameFiles compares every file under two directories byte for byte.
+func sameFiles(t *testing.T, cpuDir, gpuDir string) {
+	t.Helper()
+	err := filepath.WalkDir(cpuDir, func(path string, de os.DirEntry, err error) error {
+		if err != nil || de.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(cpuDir, path)
+		want, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		got, err := os.ReadFile(filepath.Join(gpuDir, rel))
+		if err != nil {
+			return fmt.Errorf("gpu: %w", err)
+		}
+		if !bytes.Equal(got, want) {
+			return fmt.Errorf("%s: the GPU engine's %d bytes differ from the CPU engine's %d", rel, len(got), len(want))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -140,7 +183,11 @@ func TestConvertPyramidGPUMatchesCPU(t *testing.T) {
 						var sets [2]*zarr.Dataset
 						for i, engine := range []string{"cpu", "gpu"} {
 							dest := t.TempDir()
-							if _, stderr, err := zspool(t, "convert", mp, "--dest", dest, "--quiet", "--engine", engine); err != nil {
+							args := []string{"convert", mp, "--dest", dest, "--quiet", "--engine", engine}
+							if engine == "cpu" && codec == "zstd" {
+								args = append(args, "--zstd-encoder", "lit")
+							}
+							if _, stderr, err := zspool(t, args...); err != nil {
 								t.Fatalf("convert --engine %s: %v\n%s", engine, err, stderr)
 							}
 							ds, err := zarr.Open(ctx, localfs.New(dest), name+".ome.zarr")
