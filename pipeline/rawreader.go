@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,9 +23,11 @@ type Epoch struct {
 	buf    []byte
 }
 
-// EpochReader streams a raw file epoch by epoch with sequential large
-// reads, one epoch ahead of its consumer. It holds exactly two epoch
-// buffers, so memory does not depend on the file's size.
+// EpochReader streams a raw file epoch by epoch with large reads, one
+// epoch ahead of its consumer. It holds exactly two epoch buffers, so
+// memory does not depend on the file's size. A large epoch is read as
+// pieces by a few goroutines at once (readAt): one stream of copies out of
+// the page cache stops near 7 GB/s, below what the GPU engine takes in.
 type EpochReader struct {
 	out  chan Epoch
 	free chan []byte
@@ -67,6 +72,7 @@ func (r *EpochReader) run(ctx context.Context, f *os.File, name string, first, f
 	defer close(r.out)
 	epochs := ceilDiv(frames, epochFrames)
 	off := first * epochFrames * frameBytes
+	readers := min(runtime.GOMAXPROCS(0), maxReaders)
 	for e := first; e < epochs; e++ {
 		var buf []byte
 		select {
@@ -78,7 +84,7 @@ func (r *EpochReader) run(ctx context.Context, f *os.File, name string, first, f
 		n := min(epochFrames, frames-e*epochFrames)
 		data := buf[:n*frameBytes]
 		start := time.Now()
-		got, err := f.ReadAt(data, off)
+		got, err := readAt(f, data, off, readers)
 		if got < len(data) && (err == nil || errors.Is(err, io.EOF)) {
 			r.errc <- badInput(fmt.Errorf("raw file %s: shrank while reading (epoch %d: %d of %d bytes at byte %d)", name, e, got, len(data), off))
 			return
@@ -97,6 +103,52 @@ func (r *EpochReader) run(ctx context.Context, f *os.File, name string, first, f
 		}
 	}
 	r.errc <- nil
+}
+
+const (
+	// readPiece is the least one reader takes at a time: large enough that
+	// a disk sees big sequential requests.
+	readPiece = 4 << 20
+	// maxReaders bounds the reads in flight for one epoch.
+	maxReaders = 8
+)
+
+// readAt fills data from f at off with up to readers concurrent ReadAt
+// calls of readPiece-sized pieces. Like ReadAt it returns how much of data
+// was filled before the first short piece, and the error that stopped it.
+func readAt(f *os.File, data []byte, off int64, readers int) (int, error) {
+	pieces := (len(data) + readPiece - 1) / readPiece
+	if pieces <= 1 || readers <= 1 {
+		return f.ReadAt(data, off)
+	}
+	readers = min(readers, pieces)
+	got := make([]int, pieces)
+	errs := make([]error, pieces)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= pieces {
+					return
+				}
+				lo, hi := i*readPiece, min((i+1)*readPiece, len(data))
+				got[i], errs[i] = f.ReadAt(data[lo:hi], off+int64(lo))
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i := range pieces {
+		n += got[i]
+		if want := min(readPiece, len(data)-i*readPiece); got[i] < want || errs[i] != nil {
+			return n, errs[i]
+		}
+	}
+	return n, nil
 }
 
 // Next returns the next epoch, or ok=false at the end (then Err says why).

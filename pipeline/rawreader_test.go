@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -94,5 +97,47 @@ func TestEpochReaderReportsAFileThatShrankWhileReading(t *testing.T) {
 	}
 	if err := r.Err(); !IsInputError(err) {
 		t.Fatalf("err = %v, want an input error about the shrunk file", err)
+	}
+}
+
+func TestReadAtInPiecesFillsTheBufferOrStopsAtTheFirstShortPiece(t *testing.T) {
+	size := 4*readPiece + 12345
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i>>13)
+	}
+	p := filepath.Join(t.TempDir(), "pieces.raw")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cases := []struct {
+		name    string
+		off     int64
+		len     int
+		readers int
+		wantN   int
+		wantEOF bool
+	}{
+		{"a whole file read by three readers", 0, size, 3, size, false},
+		{"an unaligned window read by eight readers", 333, size - 1000, 8, size - 1000, false},
+		{"one reader reads it all in one call", 0, size, 1, size, false},
+		{"a read past the end stops where the file does", readPiece + 1, size, 4, size - readPiece - 1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			buf := make([]byte, c.len)
+			n, err := readAt(f, buf, c.off, c.readers)
+			if n != c.wantN || (err != nil) != c.wantEOF || (c.wantEOF && !errors.Is(err, io.EOF)) {
+				t.Fatalf("read %d bytes, err %v; want %d bytes, EOF %v", n, err, c.wantN, c.wantEOF)
+			}
+			if !bytes.Equal(buf[:n], data[c.off:c.off+int64(n)]) {
+				t.Fatal("the bytes read differ from the file's")
+			}
+		})
 	}
 }
