@@ -10,6 +10,7 @@ zspool's bench discards its output). The clock covers opening the array and
 the whole write, which ends once every shard is on the store.
 """
 import argparse
+import importlib.metadata
 import os
 import shutil
 import sys
@@ -74,7 +75,8 @@ def main():
         for f in files:
             out += os.path.getsize(os.path.join(root, f))
     n = arr.nbytes
-    print(f"tensorstore {ts.__version__}: in {n/1e9:.3f} GB, out {out/1e9:.3f} GB, ratio {n/out:.4f}, "
+    version = importlib.metadata.version("tensorstore")
+    print(f"tensorstore {version}: in {n/1e9:.3f} GB, out {out/1e9:.3f} GB, ratio {n/out:.4f}, "
           f"{elapsed:.3f} s, {n/elapsed/1e9:.3f} GB/s ({n/elapsed/2**30:.3f} GiB/s)")
     shutil.rmtree(a.out, ignore_errors=True)
     return 0
