@@ -36,8 +36,9 @@ type Compressor struct {
 }
 
 type compressWorker struct {
-	enc     *zstd.Encoder // klauspost; nil with zstdlit or no codec
-	lit     bool          // encode with zstdlit
+	enc     *zstd.Encoder   // klauspost; nil with zstdlit or no codec
+	lit     bool            // encode with zstdlit
+	litOpt  zstdlit.Options // zstdlit's options, the checksum
 	scratch []byte
 }
 
@@ -60,12 +61,13 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 			// Frame_Content_Size into every frame and single-segment
 			// frames up to 8 MiB, as singleSegmentMax asks.
 			w.lit = true
+			w.litOpt = zstdlit.Options{Checksum: p.Options.ZstdChecksum}
 		default:
 			enc, err := zstd.NewWriter(nil,
 				zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(m.Compression.Level)),
 				zstd.WithAllLitEntropyCompression(true),
 				zstd.WithEncoderConcurrency(1),
-				zstd.WithEncoderCRC(false),
+				zstd.WithEncoderCRC(p.Options.ZstdChecksum),
 				zstd.WithZeroFrames(true),
 				zstd.WithSingleSegment(chunkBytes <= singleSegmentMax),
 			)
@@ -104,7 +106,7 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 				switch {
 				case c.absent[i]:
 				case w.lit:
-					c.outs[i] = zstdlit.Encode(c.outs[i][:0], b, zstdlit.Options{})
+					c.outs[i] = zstdlit.Encode(c.outs[i][:0], b, w.litOpt)
 				case w.enc != nil:
 					c.outs[i] = w.enc.EncodeAll(b, c.outs[i][:0])
 				default:

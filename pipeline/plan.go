@@ -52,6 +52,13 @@ type Options struct {
 	// GPU engine's default, the level is written into zarr.json but
 	// changes no byte of the chunks.
 	ZstdEncoder string
+	// ZstdChecksum appends each frame's XXH64 content checksum (zstd's
+	// Content_Checksum: the low 4 bytes, with Content_Checksum_flag set
+	// in the frame header), whichever encoder writes the frame. Off by
+	// default: the shard index already carries a crc32c and the store a
+	// CRC64NVME per object, so this only adds a per-chunk check some
+	// readers verify.
+	ZstdChecksum bool
 }
 
 // The zstd encoders Options.ZstdEncoder names.
@@ -247,7 +254,8 @@ func (p *Plan) checkParts() error {
 }
 
 // CompressBound is the most a chunk of n bytes can take once stored: zstd
-// adds a frame header and 3 bytes per 128 KiB block to incompressible data.
+// adds a frame header (at most 18 bytes), 3 bytes per 128 KiB block and,
+// with Options.ZstdChecksum, a 4-byte checksum to incompressible data.
 func CompressBound(n int64) int64 { return n + (n>>17+1)*3 + 32 }
 
 // ChunkBytes is the decoded size of one padded chunk of level l.
