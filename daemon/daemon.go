@@ -40,6 +40,9 @@ type Options struct {
 	// ZstdEncoder is each job's pipeline.Options.ZstdEncoder: empty for
 	// the engine's own, pipeline.EncoderKlauspost or pipeline.EncoderLit.
 	ZstdEncoder string
+	// ZstdChecksum is each job's pipeline.Options.ZstdChecksum: append
+	// XXH64 content checksums to the zstd frames.
+	ZstdChecksum bool
 	// NewEngine makes the engine for a job's plan (the CLI picks CPU or
 	// GPU from the config's engine); nil means the CPU engine. An error is
 	// taken as transient (a GPU busy or gone) unless it is an InputError.

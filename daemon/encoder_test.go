@@ -33,32 +33,15 @@ func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
 		t.Fatalf("the plan's ZstdEncoder is %q, want %q", got, pipeline.EncoderLit)
 	}
 
-	// Chunk (0, 0, 0) is whole in the frame: rows 0…31, columns 0…31 of
-	// frame 0. It must be stored as zstdlit's frame of it.
-	ctx := context.Background()
-	store := localfs.New(h.opt.Dest.URL)
-	a, err := zarr.OpenArray(ctx, store, "lit.ome.zarr/0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var chunk []byte
-	for r := range 32 {
-		chunk = append(chunk, raw[r*50*2:(r*50+32)*2]...)
-	}
-	c := []int64{0, 0, 0}
-	entries, _, err := a.ReadIndex(ctx, a.Grid.ShardOf(c, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := entries[a.Grid.Slot(c)]
-	stored, err := store.GetRange(ctx, a.ShardKey(a.Grid.ShardOf(c, nil)), int64(e.Offset), int64(e.NBytes))
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored, chunk := firstChunk(t, h, "lit", raw)
 	if want := zstdlit.Encode(nil, chunk, zstdlit.Options{}); !bytes.Equal(stored, want) {
 		t.Fatalf("chunk (0, 0, 0): stored %d bytes, zstdlit writes %d different ones", len(stored), len(want))
 	}
-	got, err := a.ReadAll(ctx)
+	a, err := zarr.OpenArray(context.Background(), localfs.New(h.opt.Dest.URL), "lit.ome.zarr/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ReadAll(context.Background())
 	if err != nil || !bytes.Equal(got, raw) {
 		t.Fatalf("level 0 differs from the raw file (%v)", err)
 	}
@@ -71,5 +54,55 @@ func TestAnUnknownZstdEncoderStopsTheDaemonBeforeItStarts(t *testing.T) {
 	_, err := New(context.Background(), zap.NewNop(), h.opt)
 	if err == nil || !strings.Contains(err.Error(), `zstd_encoder: "zstdlit" is not one of "klauspost", "lit"`) {
 		t.Fatalf("New = %v, want a refusal naming zstd_encoder, the value and the choices", err)
+	}
+}
+
+// firstChunk is chunk (0, 0, 0) of the dataset name, as stored and as its
+// bytes: rows 0…31, columns 0…31 of frame 0 of raw (h.drop's 40×50
+// frames), whole in the frame.
+func firstChunk(t *testing.T, h *harness, name string, raw []byte) (stored, chunk []byte) {
+	t.Helper()
+	ctx := context.Background()
+	store := localfs.New(h.opt.Dest.URL)
+	a, err := zarr.OpenArray(ctx, store, name+".ome.zarr/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range 32 {
+		chunk = append(chunk, raw[r*50*2:(r*50+32)*2]...)
+	}
+	c := []int64{0, 0, 0}
+	entries, _, err := a.ReadIndex(ctx, a.Grid.ShardOf(c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entries[a.Grid.Slot(c)]
+	stored, err = store.GetRange(ctx, a.ShardKey(a.Grid.ShardOf(c, nil)), int64(e.Offset), int64(e.NBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored, chunk
+}
+
+func TestEveryJobIsPlannedWithTheConfiguredZstdChecksum(t *testing.T) {
+	var planned atomic.Bool
+	h := newHarness(t, destination.Spec{}, func(o *Options) {
+		o.ZstdEncoder = pipeline.EncoderLit
+		o.ZstdChecksum = true
+		o.NewEngine = func(p *pipeline.Plan) (pipeline.Engine, error) {
+			planned.Store(p.Options.ZstdChecksum)
+			return pipeline.NewCPU(p)
+		}
+	})
+	h.start()
+	raw := h.drop("sum", 2, 40, 50, nil)
+	h.waitFor("the acquisition archived", func() bool { return h.archived("sum") })
+	h.stop()
+	if !planned.Load() {
+		t.Fatal("the plan's ZstdChecksum is off, want on")
+	}
+	stored, chunk := firstChunk(t, h, "sum", raw)
+	if want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true}); !bytes.Equal(stored, want) {
+		t.Fatalf("chunk (0, 0, 0): stored %d bytes, zstdlit with the checksum writes %d different ones", len(stored), len(want))
 	}
 }
