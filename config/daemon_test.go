@@ -34,6 +34,7 @@ destination:
   conditional_writes: off
 engine: gpu
 zstd_encoder: lit
+zstd_checksum: true
 concurrent_jobs: 4
 memory_budget: 8GiB
 settle: 2m
@@ -71,6 +72,7 @@ var fullDaemon = Daemon{
 	},
 	Engine:         "gpu",
 	ZstdEncoder:    "lit",
+	ZstdChecksum:   true,
 	ConcurrentJobs: 4,
 	MemoryBudget:   8 * GiB,
 	Settle:         Duration(2 * time.Minute),
@@ -161,6 +163,7 @@ func TestEveryDaemonDefault(t *testing.T) {
 		{"failed_dir defaults to failed under state_dir", d.FailedDir, "/srv/state/failed"},
 		{"engine defaults to auto", d.Engine, "auto"},
 		{"zstd_encoder defaults to the engine's own (empty)", d.ZstdEncoder, ""},
+		{"zstd frames carry no checksum by default", d.ZstdChecksum, false},
 		{"concurrent_jobs defaults to 1", d.ConcurrentJobs, 1},
 		{"memory_budget defaults to 768 MiB", d.MemoryBudget, 768 * MiB},
 		{"settle defaults to 30s", d.Settle, Duration(30 * time.Second)},
@@ -235,6 +238,9 @@ func TestAcceptedVariations(t *testing.T) {
 		}},
 		{"an empty zstd_encoder is the engine's default", daemonWith("zstd_encoder: \"\"\n", ""), func(t *testing.T, d *Daemon) {
 			expectEq(t, "zstd_encoder", d.ZstdEncoder, "")
+		}},
+		{"zstd_checksum false is kept", daemonWith("zstd_checksum: false\n", ""), func(t *testing.T, d *Daemon) {
+			expectEq(t, "zstd_checksum", d.ZstdChecksum, false)
 		}},
 		{"settle may be zero", daemonWith("settle: 0s\n", ""), func(t *testing.T, d *Daemon) {
 			expectEq(t, "settle", d.Settle, Duration(0))
@@ -357,6 +363,9 @@ var badDaemonCases = []badDaemonCase{
 	{name: "an unknown engine is refused", doc: daemonWith("engine: cuda\n", ""), field: "engine", phrase: `"cuda" is not one of auto, cpu, gpu`, line: 5},
 	{name: "an unknown zstd_encoder is refused with the choices", doc: daemonWith("zstd_encoder: zstd\n", ""), field: "zstd_encoder", phrase: `"zstd" is not one of klauspost, lit`, line: 5},
 	{name: "a zstd_encoder in capitals is refused", doc: daemonWith("zstd_encoder: Lit\n", ""), field: "zstd_encoder", phrase: `"Lit" is not one of klauspost, lit`},
+	{name: "yes is not a zstd_checksum", doc: daemonWith("zstd_checksum: yes\n", ""), field: "zstd_checksum", phrase: `want true or false; got "yes"`, line: 5},
+	{name: "a quoted zstd_checksum is a string, not a boolean", doc: daemonWith("zstd_checksum: \"true\"\n", ""), field: "zstd_checksum", phrase: "want true or false"},
+	{name: "a zstd_checksum without a value is refused", doc: daemonWith("zstd_checksum:\n", ""), field: "zstd_checksum", phrase: "has no value"},
 	{name: "concurrent_jobs of 0 is refused", doc: daemonWith("concurrent_jobs: 0\n", ""), field: "concurrent_jobs", phrase: "0 is not within 1…64", line: 5},
 	{name: "concurrent_jobs of 65 is refused", doc: daemonWith("concurrent_jobs: 65\n", ""), field: "concurrent_jobs", phrase: "65 is not within 1…64"},
 	{name: "a fractional concurrent_jobs is refused, not truncated", doc: daemonWith("concurrent_jobs: 2.5\n", ""), field: "concurrent_jobs", phrase: "want an integer; got 2.5", line: 5},
