@@ -334,6 +334,9 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 		if e := plan.Options.ZstdEncoder; e != pipeline.EncoderDefault {
 			fmt.Fprintf(w, ", encoder %s", e)
 		}
+		if plan.Options.ZstdChecksum {
+			fmt.Fprint(w, ", checksum")
+		}
 	}
 	g := plan.Levels[0].Grid
 	shard := make([]int64, g.Rank())

@@ -21,11 +21,13 @@ type engineFlags struct {
 	partSize     string
 	workers      int
 	zstdEncoder  string
+	zstdChecksum bool
 }
 
 func (e *engineFlags) register(fs interface {
 	StringVar(*string, string, string, string)
 	IntVar(*int, string, int, string)
+	BoolVar(*bool, string, bool, string)
 }) {
 	help := "engine: auto (the GPU when there is one), cpu, gpu"
 	if !gpuBuilt {
@@ -40,6 +42,8 @@ func (e *engineFlags) register(fs interface {
 		encHelp += " and the GPU's own literals encoder, which writes what lit writes, on the GPU"
 	}
 	fs.StringVar(&e.zstdEncoder, "zstd-encoder", "", encHelp)
+	fs.BoolVar(&e.zstdChecksum, "zstd-checksum", false,
+		"append each zstd frame's XXH64 content checksum (zstd's Content_Checksum), which some readers verify; off by default: the shard index's crc32c and the store's per-object checksum already cover the chunks")
 }
 
 func (e *engineFlags) options() (pipeline.Options, error) {
@@ -56,6 +60,7 @@ func (e *engineFlags) options() (pipeline.Options, error) {
 		return o, fmt.Errorf("--zstd-encoder: %w", err)
 	}
 	o.ZstdEncoder = e.zstdEncoder
+	o.ZstdChecksum = e.zstdChecksum
 	switch e.engine {
 	case "auto", "cpu":
 	case "gpu":

@@ -48,7 +48,7 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 		Settle: time.Duration(c.Settle), RescanInterval: time.Duration(c.RescanInterval),
 		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
 		JobBackoff:      time.Duration(c.Retry.JobBackoff), JobMaxBackoff: time.Duration(c.Retry.JobMaxBackoff),
-		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder,
+		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder, ZstdChecksum: c.ZstdChecksum,
 	}
 	if c.Metrics.Enabled() {
 		o.MetricsListen = c.Metrics.Listen
@@ -148,6 +148,7 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "# engine %s; this binary has the CPU engine only\n", cfg.Engine)
 	}
 	fmt.Fprintf(stdout, "# zstd encoder: %s\n", describeZstdEncoder(cfg.ZstdEncoder))
+	fmt.Fprintf(stdout, "# zstd checksum: %s\n", describeZstdChecksum(cfg.ZstdChecksum))
 	var problems []string
 	for _, dir := range []string{opt.SpoolDir, filepath.Dir(opt.StateDir)} {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -183,4 +184,12 @@ func describeZstdEncoder(name string) string {
 		return "lit (zstdlit, literals only; compression.level is not used)"
 	}
 	return name
+}
+
+// describeZstdChecksum says what zstd_checksum means for `config check`.
+func describeZstdChecksum(on bool) string {
+	if on {
+		return "on (each frame ends with the low 4 bytes of its content's XXH64)"
+	}
+	return "off (the shard index's crc32c and the store's per-object checksum cover the chunks)"
 }
