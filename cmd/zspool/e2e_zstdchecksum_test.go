@@ -2,13 +2,111 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/localfs"
+	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zarr"
+	"github.com/zspool/zspool/zstdlit"
 )
+
+// checkChecksummedChunks checks that every stored chunk of level 0 has
+// Content_Checksum_flag (bit 2 of the Frame_Header_Descriptor after the
+// 4-byte magic) and ends with the low 4 bytes of its content's XXH64, the
+// same 4 bytes zstdlit writes for those bytes; with lit, the whole frame
+// must be zstdlit's. It returns the number of chunks checked.
+func checkChecksummedChunks(t *testing.T, dest, dataset, encoder string) int {
+	t.Helper()
+	ctx := context.Background()
+	store := localfs.New(dest)
+	a, err := zarr.OpenArray(ctx, store, dataset+"/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := a.Grid
+	shards := make([]int64, g.Rank())
+	for d := range shards {
+		shards[d] = g.Shards(d)
+	}
+	n := 0
+	err = zarr.ForEach(shards, func(sh []int64) error {
+		entries, _, err := a.ReadIndex(ctx, sh)
+		if err != nil {
+			return err
+		}
+		for s, e := range entries {
+			if !e.Present() {
+				continue
+			}
+			stored, err := store.GetRange(ctx, a.ShardKey(sh), int64(e.Offset), int64(e.NBytes))
+			if err != nil {
+				return err
+			}
+			if len(stored) < 9 || stored[4]&0x04 == 0 {
+				t.Fatalf("%s shard %v slot %d: the frame has no Content_Checksum_flag", dataset, sh, s)
+			}
+			// The reader's klauspost decoder checks the checksum too.
+			chunk, err := a.DecodeChunk(stored, nil)
+			if err != nil {
+				return err
+			}
+			want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true})
+			if !bytes.Equal(stored[len(stored)-4:], want[len(want)-4:]) {
+				t.Fatalf("%s shard %v slot %d: the frame ends with % x, not its content's XXH64 % x", dataset, sh, s, stored[len(stored)-4:], want[len(want)-4:])
+			}
+			if encoder == pipeline.EncoderLit && !bytes.Equal(stored, want) {
+				t.Fatalf("%s shard %v slot %d: %d stored bytes are not zstdlit's %d", dataset, sh, s, len(stored), len(want))
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// CI runs this with ZSPOOL_REQUIRE_INTEROP=1, so an independent reader
+// (zarrita.js, whose zstd is libzstd's and verifies the checksum) must
+// open checksummed frames of both encoders, single- and multi-block.
+func TestChecksummedFramesOfEitherEncoderVerifyAndReadBackInZarrita(t *testing.T) {
+	spool := t.TempDir()
+	acqs := []*acquisition{
+		// 128 KiB chunks: one block a frame.
+		cameraAcq("sum_le", 6, 512, []int64{1, 256, 256}, []int64{2, 2, 2}, false),
+		// 300 KiB chunks: three blocks, the last short; ragged in y and x.
+		cameraAcq("sum_be_ragged", 6, 700, []int64{2, 256, 300}, []int64{1, 2, 2}, true),
+	}
+	var cases []interopCase
+	for _, enc := range []string{pipeline.EncoderKlauspost, pipeline.EncoderLit} {
+		dest := filepath.Join(t.TempDir(), enc)
+		for _, a := range acqs {
+			mp := a.write(t, spool)
+			ds := a.name + ".ome.zarr"
+			raw := filepath.Join(spool, a.name+".raw")
+			t.Run(enc+"/"+a.name, func(t *testing.T) {
+				if _, stderr, err := zspool(t, "convert", mp, "--dest", dest, "--zstd-encoder", enc, "--zstd-checksum", "--quiet"); err != nil {
+					t.Fatalf("convert: %v\n%s", err, stderr)
+				}
+				out, stderr, err := zspool(t, "verify", filepath.Join(dest, ds), "--raw", raw, "--quiet")
+				if err != nil || !strings.Contains(out, "equals the raw file") {
+					t.Fatalf("verify: %v\n%s%s", err, out, stderr)
+				}
+				if n := checkChecksummedChunks(t, dest, ds, enc); n == 0 {
+					t.Fatal("no chunk is stored: the case proves nothing")
+				}
+			})
+			cases = append(cases, interopCase{Dataset: filepath.Join(dest, ds), Raw: raw})
+		}
+	}
+	checkWithZarrita(t, cases)
+}
 
 func TestTheZstdChecksumFlagIsOffUnlessGiven(t *testing.T) {
 	tests := []struct {
