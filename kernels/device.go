@@ -102,6 +102,7 @@ type functions struct {
 	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
 	keys, scan                   cu.Function
 	litPlan, litFrame, litEncode cu.Function
+	litChecksum                  cu.Function
 	reduce                       [layout.Kinds][layout.Methods]cu.Function
 }
 
@@ -178,6 +179,7 @@ func (d *Device) setup(ordinal int) error {
 	d.fn.litPlan = get("zl_plan")
 	d.fn.litFrame = get("zl_frame")
 	d.fn.litEncode = get("zl_encode")
+	d.fn.litChecksum = get("zl_checksum")
 	for k := range layout.Kinds {
 		for m := range layout.Methods {
 			d.fn.reduce[k][m] = get(fmt.Sprintf("zs_reduce_k%d_m%d", k, m))

@@ -15,6 +15,7 @@ import (
 	"github.com/zspool/zspool/kernels/internal/layout"
 	"github.com/zspool/zspool/kernels/internal/pyramid"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zstdlit"
 )
 
 // Engine is the GPU engine. Each epoch goes through three streams: the
@@ -57,6 +58,7 @@ type Engine struct {
 	// encoder; comp is nil) in lit, its scratch. Output buffers then hold
 	// frames up to LitFrameBound per chunk instead of raw chunks.
 	gpuZstd bool
+	litOpt  zstdlit.Options
 	lit     *litScratch
 
 	pyr    *pyramid.State
@@ -200,6 +202,7 @@ func NewEngine(dev *Device, p *pipeline.Plan) (*Engine, error) {
 				pipeline.FormatBytes(e.chunk), pipeline.FormatBytes(litMaxChunk-1)))
 		}
 		e.gpuZstd = true
+		e.litOpt = zstdlit.Options{Checksum: p.Options.ZstdChecksum}
 	default:
 		if e.comp, err = pipeline.NewCompressor(p, e.chunk, len(e.ll.Coords), "chunk view"); err != nil {
 			return fail(err)
@@ -348,7 +351,7 @@ func (e *Engine) allocate() error {
 	}
 	var err error
 	if e.gpuZstd {
-		if e.lit, err = allocLit(litBlocksNeeded); err != nil {
+		if e.lit, err = allocLit(litBlocksNeeded, e.litOpt); err != nil {
 			return err
 		}
 	}
@@ -374,7 +377,7 @@ func (e *Engine) allocate() error {
 // its chunks, or their largest frames when the GPU encodes.
 func (e *Engine) outBytes(lp *layout.Params, chunk int64) int64 {
 	if e.gpuZstd {
-		return int64(lp.NChunks) * LitFrameBound(chunk)
+		return int64(lp.NChunks) * LitFrameBound(chunk, e.litOpt)
 	}
 	return int64(lp.OutBytes())
 }
@@ -853,9 +856,9 @@ func (e *Engine) rows(ctx context.Context, l int, ll *pipeline.RowLayout, chunk 
 		for i := range ll.Coords {
 			k := key(i, j)
 			s := offs[k+1] - offs[k]
-			if e.gpuZstd && s > uint64(LitFrameBound(chunk)) {
+			if bound := LitFrameBound(chunk, e.litOpt); e.gpuZstd && s > uint64(bound) {
 				return nil, fmt.Errorf("row %d: the GPU sized chunk %d's frame at %d bytes, more than its bound %d",
-					first+j, i, s, LitFrameBound(chunk))
+					first+j, i, s, bound)
 			}
 			if !e.gpuZstd && s != 0 && s != uint64(chunk) {
 				return nil, fmt.Errorf("row %d: the GPU sized chunk %d at %d bytes, not %d or 0", first+j, i, s, chunk)

@@ -72,11 +72,15 @@ func (a *acquisition) plan(t *testing.T) (*pipeline.Source, *pipeline.Plan) {
 // codecCases are what the engines are compared under: codec none; zstd
 // with the GPU's own encoder (the default), against the CPU engine running
 // zstdlit, so stored bytes must match byte for byte; and zstd compressed by
-// both on the CPU with klauspost.
-var codecCases = []struct{ name, codec, cpu, gpu string }{
-	{"none", "none", "", ""},
-	{"zstd", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault},
-	{"zstd-klauspost", "zstd", pipeline.EncoderKlauspost, pipeline.EncoderKlauspost},
+// both on the CPU with klauspost; and the GPU's zstd with checksums.
+var codecCases = []struct {
+	name, codec, cpu, gpu string
+	ck                    bool // zstd's content checksum
+}{
+	{"none", "none", "", "", false},
+	{"zstd", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault, false},
+	{"zstd-checksum", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault, true},
+	{"zstd-klauspost", "zstd", pipeline.EncoderKlauspost, pipeline.EncoderKlauspost, false},
 }
 
 // engineCases are the shapes plus shapes of many epochs (the GPU
@@ -134,12 +138,14 @@ func TestEngineRowsMatchCPU(t *testing.T) {
 				a := writeAcquisition(t, t.TempDir(), sh.Name, sh.Grid, sh.Elem, cc.codec, rng)
 				_, p := a.plan(t)
 				p.Options.ZstdEncoder = cc.cpu
+				p.Options.ZstdChecksum = cc.ck
 				cpu, err := pipeline.NewCPU(p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer cpu.Close()
 				p.Options.ZstdEncoder = cc.gpu
+				p.Options.ZstdChecksum = cc.ck
 				gpu, err := NewEngine(d, p)
 				if err != nil {
 					t.Fatal(err)
@@ -207,9 +213,11 @@ func TestConvertMatchesCPU(t *testing.T) {
 					var err error
 					if kind == "cpu" {
 						p.Options.ZstdEncoder = cc.cpu
+						p.Options.ZstdChecksum = cc.ck
 						eng, err = pipeline.NewCPU(p)
 					} else {
 						p.Options.ZstdEncoder = cc.gpu
+						p.Options.ZstdChecksum = cc.ck
 						eng, err = NewEngine(d, p)
 					}
 					if err != nil {

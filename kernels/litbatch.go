@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/zspool/zspool/zstdlit"
 )
 
 // LitBatch runs the GPU zstd encoder on its own, outside an engine: a
@@ -20,23 +22,25 @@ type LitBatch struct {
 	chunk, n                     int64
 	dSrc, dSizes, dOffsets, dOut cu.DevicePtr
 	lit                          *litScratch
+	opt                          zstdlit.Options
 	stream                       cu.Stream
 	start, end                   cu.Event
 }
 
-// NewLitBatch takes device memory for n chunks of chunkBytes.
-func NewLitBatch(dev *Device, chunkBytes int64, n int) (*LitBatch, error) {
+// NewLitBatch takes device memory for n chunks of chunkBytes, to be
+// written as frames with opt.
+func NewLitBatch(dev *Device, chunkBytes int64, n int, opt zstdlit.Options) (*LitBatch, error) {
 	if chunkBytes < 0 || n < 1 {
 		return nil, fmt.Errorf("lit batch: %d chunks of %d bytes", n, chunkBytes)
 	}
-	b := &LitBatch{dev: dev, chunk: chunkBytes, n: int64(n)}
+	b := &LitBatch{dev: dev, chunk: chunkBytes, n: int64(n), opt: opt}
 	err := dev.do(func() error {
 		for _, a := range []struct {
 			dst *cu.DevicePtr
 			n   int64
 		}{
 			{&b.dSrc, chunkBytes * b.n}, {&b.dSizes, 8 * b.n}, {&b.dOffsets, 8 * (b.n + 1)},
-			{&b.dOut, LitFrameBound(chunkBytes) * b.n},
+			{&b.dOut, LitFrameBound(chunkBytes, opt) * b.n},
 		} {
 			var err error
 			if *a.dst, err = cu.MemAlloc(max(a.n, 8)); err != nil {
@@ -44,7 +48,7 @@ func NewLitBatch(dev *Device, chunkBytes int64, n int) (*LitBatch, error) {
 			}
 		}
 		var err error
-		if b.lit, err = allocLit(litBlocks(chunkBytes) * b.n); err != nil {
+		if b.lit, err = allocLit(litBlocks(chunkBytes)*b.n, opt); err != nil {
 			return err
 		}
 		if b.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
@@ -88,7 +92,7 @@ func (b *LitBatch) Run() (time.Duration, error) {
 		d, s := b.dev, b.stream
 		// Poison the output, untimed: a byte the kernels fail to write
 		// then shows in the tests instead of reading as a lucky zero.
-		if err := cu.MemsetD8Async(b.dOut, 0xa5, LitFrameBound(b.chunk)*b.n, s); err != nil {
+		if err := cu.MemsetD8Async(b.dOut, 0xa5, LitFrameBound(b.chunk, b.opt)*b.n, s); err != nil {
 			return fmt.Errorf("poison the output: %w", err)
 		}
 		if err := b.start.Record(s); err != nil {
@@ -127,7 +131,7 @@ func (b *LitBatch) Frames() ([][]byte, error) {
 			return fmt.Errorf("copy offsets back: %w", err)
 		}
 		total := offs[b.n]
-		if int64(total) > LitFrameBound(b.chunk)*b.n {
+		if int64(total) > LitFrameBound(b.chunk, b.opt)*b.n {
 			return fmt.Errorf("the GPU sized the frames at %d bytes, more than their bound", total)
 		}
 		out = make([]byte, total)

@@ -220,12 +220,14 @@ func TestEnginePyramidRowsMatchCPU(t *testing.T) {
 							}
 							raw := reference.PyramidRaw(rng, dt, big, sh.Elems())
 							p.Options.ZstdEncoder = cc.cpu
+							p.Options.ZstdChecksum = cc.ck
 							cpu, err := pipeline.NewCPU(p)
 							if err != nil {
 								t.Fatal(err)
 							}
 							defer cpu.Close()
 							p.Options.ZstdEncoder = cc.gpu
+							p.Options.ZstdChecksum = cc.ck
 							gpu, err := NewEngine(d, p)
 							if err != nil {
 								t.Fatal(err)
@@ -315,9 +317,11 @@ func TestConvertPyramidMatchesCPU(t *testing.T) {
 						var err error
 						if kind == "cpu" {
 							p.Options.ZstdEncoder = cc.cpu
+							p.Options.ZstdChecksum = cc.ck
 							eng, err = pipeline.NewCPU(p)
 						} else {
 							p.Options.ZstdEncoder = cc.gpu
+							p.Options.ZstdChecksum = cc.ck
 							eng, err = NewEngine(d, p)
 						}
 						if err != nil {

@@ -77,23 +77,24 @@ __device__ __forceinline__ void put_le(uint8_t *dst, uint64_t v, int bytes)
 		dst[i] = (uint8_t)(v >> (8 * i));
 }
 
-__device__ void write_frame_header(uint8_t *dst, uint64_t n)
+__device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 {
 	put_le(dst, kMagic, 4);
+	const uint8_t ck = checksum ? 1 << 2 : 0; // Content_Checksum_flag
 	if (n > kSingleSegmentLimit) {
 		// Window descriptor 7<<3: a 128 KiB window; the content size is kept.
 		if (n <= 0xFFFFFFFFull) {
-			dst[4] = 2 << 6;
+			dst[4] = ck | 2 << 6;
 			dst[5] = 7 << 3;
 			put_le(dst + 6, n, 4);
 		} else {
-			dst[4] = 3 << 6;
+			dst[4] = ck | 3 << 6;
 			dst[5] = 7 << 3;
 			put_le(dst + 6, n, 8);
 		}
 		return;
 	}
-	const uint8_t fhd = 1 << 5; // Single_Segment
+	const uint8_t fhd = ck | 1 << 5; // Single_Segment
 	if (n <= 0xFF) {
 		dst[4] = fhd;
 		dst[5] = (uint8_t)n;
@@ -127,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(zl::kThreads)
 // zl_frame: one thread per chunk. Lays out the frame and puts its size at
 // sizes[key_of[i]] (sizes[i] without keys); absent chunks keep size 0.
 extern "C" __global__ void zl_frame(uint64_t chunk_bytes, uint64_t bpc, uint64_t n_chunks, zl::Block *blocks,
-                                    const uint64_t *key_of, uint64_t *sizes)
+                                    const uint64_t *key_of, uint64_t *sizes, uint64_t checksum)
 {
 	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_chunks;
 	     i += (uint64_t)gridDim.x * blockDim.x) {
@@ -142,7 +143,7 @@ extern "C" __global__ void zl_frame(uint64_t chunk_bytes, uint64_t bpc, uint64_t
 			blk[b].out_off = (uint32_t)off;
 			off += 3 + blk[b].content;
 		}
-		sizes[key] = off;
+		sizes[key] = off + (checksum ? 4 : 0);
 	}
 }
 
@@ -150,12 +151,31 @@ extern "C" __global__ void zl_frame(uint64_t chunk_bytes, uint64_t bpc, uint64_t
 // Raw/RLE blocks are shared out among them).
 extern "C" __global__ void __launch_bounds__(zl::kThreads)
     zl_encode(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const zl::Block *blocks,
-              const uint32_t *tables, const uint64_t *key_of, const uint64_t *offsets, uint8_t *out, uint32_t *err)
+              const uint32_t *tables, const uint64_t *key_of, const uint64_t *offsets, uint8_t *out, uint32_t *err,
+              uint64_t checksum)
 {
 	__shared__ zl::EncodeShared S;
 	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
-		zl::encode_block(src, chunk_bytes, (uint32_t)bpc, blocks, tables, key_of, offsets, out, err, x >> 2, (uint32_t)(x & 3), S);
+		zl::encode_block(src, chunk_bytes, (uint32_t)bpc, blocks, tables, key_of, offsets, out, err, x >> 2,
+		                 (uint32_t)(x & 3), checksum != 0, S);
 		__syncthreads();
+	}
+}
+
+// zl_checksum: four threads per chunk (zstd's optional Content_Checksum:
+// the low 4 bytes of the XXH64 of the chunk, after the last block).
+extern "C" __global__ void __launch_bounds__(256)
+    zl_checksum(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_chunks, const zl::Block *blocks,
+                const uint64_t *key_of, const uint64_t *offsets, uint8_t *out)
+{
+	const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	const uint64_t i = t / 4;
+	const bool active = i < n_chunks && blocks[i * bpc].type != zl::kSkip;
+	const uint64_t h = zl::xxh64_group(src + (active ? i : 0) * chunk_bytes, chunk_bytes, (uint32_t)(t & 3), active);
+	if (active && (t & 3) == 0) {
+		const zl::Block &last = blocks[i * bpc + bpc - 1];
+		uint8_t *end = out + offsets[key_of != nullptr ? key_of[i] : i] + last.out_off + 3 + last.content;
+		zl::put_le(end, h, 4);
 	}
 }
 

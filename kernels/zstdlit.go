@@ -29,21 +29,26 @@ const (
 func litBlocks(n int64) int64 { return max(1, (n+zstdlit.MaxBlockSize-1)/zstdlit.MaxBlockSize) }
 
 // LitFrameBound is the largest frame the encoder writes for n bytes: the
-// header and n bytes in Raw blocks.
-func LitFrameBound(n int64) int64 {
-	return int64(zstdlit.FrameHeaderSize(int(n))) + n + 3*litBlocks(n)
+// header, n bytes in Raw blocks and the checksum when asked for.
+func LitFrameBound(n int64, opt zstdlit.Options) int64 {
+	b := int64(zstdlit.FrameHeaderSize(int(n))) + n + 3*litBlocks(n)
+	if opt.Checksum {
+		b += 4
+	}
+	return b
 }
 
 // litScratch is the device memory the encoder plans in: a record and a
-// code table per block, and an error word.
+// code table per block, and an error word; and the frames' options.
 type litScratch struct {
 	blocks, tables, err cu.DevicePtr
 	capBlocks           int64
+	opt                 zstdlit.Options
 }
 
 // allocLit takes scratch for up to nBlocks blocks. On the device goroutine.
-func allocLit(nBlocks int64) (*litScratch, error) {
-	s := &litScratch{capBlocks: nBlocks}
+func allocLit(nBlocks int64, opt zstdlit.Options) (*litScratch, error) {
+	s := &litScratch{capBlocks: nBlocks, opt: opt}
 	for _, a := range []struct {
 		dst *cu.DevicePtr
 		n   int64
@@ -94,7 +99,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	fg := int(min(ceilDiv(uint64(nChunks), scatterThreads), 1024))
 	if err := d.fn.litFrame.Launch(fg, 1, 1, scatterThreads, 1, 1, 0, s,
-		args(cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, sizes)); err != nil {
+		args(cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, sizes, lit.checksum())); err != nil {
 		return fmt.Errorf("launch zstd frame layout: %w", err)
 	}
 	return nil
@@ -112,10 +117,29 @@ func (d *Device) litWrite(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	grid := int(min(4*nBlocks, 1<<30))
 	if err := d.fn.litEncode.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
 		args(src, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nBlocks), lit.blocks, lit.tables,
-			keyOf, offsets, out, lit.err)); err != nil {
+			keyOf, offsets, out, lit.err, lit.checksum())); err != nil {
 		return fmt.Errorf("launch zstd encode: %w", err)
 	}
+	if !lit.opt.Checksum {
+		return nil
+	}
+	// Four threads a chunk: XXH64's four lanes are independent chains.
+	cgrid := int(min(ceilDiv(4*uint64(nChunks), checksumThreads), 1<<30))
+	if err := d.fn.litChecksum.Launch(cgrid, 1, 1, checksumThreads, 1, 1, 0, s,
+		args(src, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, offsets, out)); err != nil {
+		return fmt.Errorf("launch zstd checksum: %w", err)
+	}
 	return nil
+}
+
+// checksumThreads is zl_checksum's block size (its launch bound).
+const checksumThreads = 256
+
+func (lit *litScratch) checksum() cu.DevicePtr {
+	if lit.opt.Checksum {
+		return 1
+	}
+	return 0
 }
 
 // litCheck reads and clears the encoder's error word once the stream that

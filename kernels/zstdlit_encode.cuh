@@ -163,7 +163,8 @@ __device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, cons
 __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                              const Block *__restrict__ blocks, const uint32_t *__restrict__ tables,
                              const uint64_t *__restrict__ key_of, const uint64_t *__restrict__ offsets,
-                             uint8_t *__restrict__ out, uint32_t *err, uint64_t bi, uint32_t q, EncodeShared &S)
+                             uint8_t *__restrict__ out, uint32_t *err, uint64_t bi, uint32_t q, bool checksum,
+                             EncodeShared &S)
 {
 	const unsigned tid = threadIdx.x;
 	const Block *blk = blocks + bi;
@@ -179,7 +180,7 @@ __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_byt
 	uint8_t *dst = frame + blk->out_off;
 	if (q == 0 && tid == 0) {
 		if (b == 0)
-			write_frame_header(frame, chunk_bytes);
+			write_frame_header(frame, chunk_bytes, checksum);
 		const uint32_t size = type == kCompressed ? blk->content : n;
 		const uint32_t h = size << 3 | type << 1 | (b == bpc - 1 ? 1u : 0u);
 		put_le(dst, h, 3);
@@ -223,6 +224,87 @@ __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_byt
 		e = min((q + 1) * seg, n);
 	}
 	encode_stream(p + a, e - a, tables + bi * 256, dst + at, blk->stream[q], err, S);
+}
+
+// ---------------------------------------------------------------------------
+// XXH64 (the frame's optional Content_Checksum), seed 0. Its four lanes are
+// independent chains over the 32-byte stripes, so four threads (consecutive
+// lanes of a warp) take one lane each and meet for the merge and the tail.
+
+constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full, kP3 = 0x165667B19E3779F9ull,
+                   kP4 = 0x85EBCA77C2B2AE63ull, kP5 = 0x27D4EB2F165667C5ull;
+
+__device__ __forceinline__ uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+__device__ __forceinline__ uint64_t xxh_round(uint64_t acc, uint64_t in) { return rotl64(acc + in * kP2, 31) * kP1; }
+__device__ __forceinline__ uint64_t xxh_merge(uint64_t acc, uint64_t v) { return (acc ^ xxh_round(0, v)) * kP1 + kP4; }
+
+__device__ __forceinline__ uint64_t load64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+// xxh64_group: every thread of a group of four calls it with its lane l
+// (0..3) and the same p and n; all four get the hash. Inactive groups pass
+// active false (and still take part in the shuffles).
+__device__ uint64_t xxh64_group(const uint8_t *p, uint64_t n, uint32_t l, bool active)
+{
+	const uint64_t stripes = active ? n / 32 : 0;
+	uint64_t v = l == 0 ? kP1 + kP2 : l == 1 ? kP2 : l == 2 ? 0 : 0 - kP1;
+	const bool aligned = ((uintptr_t)p & 7) == 0;
+	const uint64_t *w = reinterpret_cast<const uint64_t *>(p);
+	uint64_t s = 0;
+	if (aligned) {
+		for (; s + 4 <= stripes; s += 4) {
+			const uint64_t a = __ldg(w + 4 * s + l), b = __ldg(w + 4 * (s + 1) + l), c = __ldg(w + 4 * (s + 2) + l),
+			               d = __ldg(w + 4 * (s + 3) + l);
+			v = xxh_round(xxh_round(xxh_round(xxh_round(v, a), b), c), d);
+		}
+	}
+	for (; s < stripes; s++)
+		v = xxh_round(v, load64(p + 32 * s + 8 * l));
+	const unsigned mask = 0xffffffffu; // every thread of the warp calls this
+	const unsigned base = threadIdx.x & ~3u & 31u;
+	const uint64_t v1 = __shfl_sync(mask, v, base), v2 = __shfl_sync(mask, v, base + 1),
+	               v3 = __shfl_sync(mask, v, base + 2), v4 = __shfl_sync(mask, v, base + 3);
+	if (!active)
+		return 0;
+	uint64_t h;
+	if (n >= 32) {
+		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+		h = xxh_merge(h, v1);
+		h = xxh_merge(h, v2);
+		h = xxh_merge(h, v3);
+		h = xxh_merge(h, v4);
+	} else {
+		h = kP5;
+	}
+	h += n;
+	const uint8_t *q = p + stripes * 32;
+	uint64_t left = n - stripes * 32;
+	for (; left >= 8; left -= 8, q += 8) {
+		h ^= xxh_round(0, load64(q));
+		h = rotl64(h, 27) * kP1 + kP4;
+	}
+	if (left >= 4) {
+		const uint64_t k = (uint64_t)q[0] | (uint64_t)q[1] << 8 | (uint64_t)q[2] << 16 | (uint64_t)q[3] << 24;
+		h ^= k * kP1;
+		h = rotl64(h, 23) * kP2 + kP3;
+		left -= 4;
+		q += 4;
+	}
+	for (; left > 0; left--, q++) {
+		h ^= (uint64_t)*q * kP5;
+		h = rotl64(h, 11) * kP1;
+	}
+	h ^= h >> 33;
+	h *= kP2;
+	h ^= h >> 29;
+	h *= kP3;
+	h ^= h >> 32;
+	return h;
 }
 
 #endif

@@ -21,7 +21,7 @@ import (
 var litDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
 
 // encodeOnGPU runs one batch of equally sized chunks through the kernels.
-func encodeOnGPU(t *testing.T, d *Device, chunks [][]byte) [][]byte {
+func encodeOnGPU(t *testing.T, d *Device, chunks [][]byte, opt zstdlit.Options) [][]byte {
 	t.Helper()
 	size := len(chunks[0])
 	src := make([]byte, 0, size*len(chunks))
@@ -31,7 +31,7 @@ func encodeOnGPU(t *testing.T, d *Device, chunks [][]byte) [][]byte {
 		}
 		src = append(src, c...)
 	}
-	b, err := NewLitBatch(d, int64(size), len(chunks))
+	b, err := NewLitBatch(d, int64(size), len(chunks), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +45,10 @@ func encodeOnGPU(t *testing.T, d *Device, chunks [][]byte) [][]byte {
 
 // sameAsReference checks every GPU frame against zstdlit's, byte for
 // byte, and that klauspost decodes it to the chunk.
-func sameAsReference(t *testing.T, name string, chunks, frames [][]byte) {
+func sameAsReference(t *testing.T, name string, chunks, frames [][]byte, opt zstdlit.Options) {
 	t.Helper()
 	for i, c := range chunks {
-		want := zstdlit.Encode(nil, c, zstdlit.Options{})
+		want := zstdlit.Encode(nil, c, opt)
 		got := frames[i]
 		if !bytes.Equal(got, want) {
 			at := 0
@@ -71,7 +71,7 @@ func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
 	for _, c := range corpus.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
 			chunks := [][]byte{c.Data}
-			sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks))
+			sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks, zstdlit.Options{}), zstdlit.Options{})
 		})
 	}
 }
@@ -86,7 +86,7 @@ func TestLitKernelsAssignTheRFCsCanonicalCodes(t *testing.T) {
 		in = append(in, bytes.Repeat([]byte{s}, n)...)
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
-	b, err := NewLitBatch(d, int64(len(in)), 1)
+	b, err := NewLitBatch(d, int64(len(in)), 1, zstdlit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestLitKernelsAssignTheRFCsCanonicalCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameAsReference(t, "RFC example", [][]byte{in}, frames)
+	sameAsReference(t, "RFC example", [][]byte{in}, frames, zstdlit.Options{})
 	tab, err := b.table(0)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,27 @@ func TestLitKernelsWriteTheReferenceBytesForRandomBatches(t *testing.T) {
 			chunks[j] = randomChunk(r, n)
 		}
 		name := fmt.Sprintf("batch %d: %d×%d bytes", i, len(chunks), n)
-		sameAsReference(t, name, chunks, encodeOnGPU(t, d, chunks))
+		sameAsReference(t, name, chunks, encodeOnGPU(t, d, chunks, zstdlit.Options{}), zstdlit.Options{})
+	}
+}
+
+func TestLitKernelsAppendTheXXH64ChecksumWhenAsked(t *testing.T) {
+	d := openDevice(t)
+	r := rand.New(rand.NewPCG(64, 64))
+	opt := zstdlit.Options{Checksum: true}
+	// Sizes around XXH64's 32-byte stripes and its 8/4/1-byte tail steps;
+	// odd sizes put every chunk but the first at an unaligned address.
+	sizes := []int{0, 1, 3, 4, 7, 8, 31, 32, 33, 63, 64, 100, 1023, 4096, 128<<10 + 3, 1 << 20}
+	for range 20 {
+		sizes = append(sizes, r.IntN(600<<10))
+	}
+	for i, n := range sizes {
+		chunks := make([][]byte, 1+r.IntN(9))
+		for j := range chunks {
+			chunks[j] = randomChunk(r, n)
+		}
+		name := fmt.Sprintf("batch %d: %d×%d bytes", i, len(chunks), n)
+		sameAsReference(t, name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
 	}
 }
 
@@ -183,7 +203,9 @@ func TestLitKernelsKeepTheContentSizeInFramesOver8MiB(t *testing.T) {
 	d := openDevice(t)
 	r := rand.New(rand.NewPCG(5, 5))
 	c := randomChunk(r, 8<<20+5)
-	sameAsReference(t, "8 MiB + 5", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}))
+	sameAsReference(t, "8 MiB + 5", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}, zstdlit.Options{}), zstdlit.Options{})
+	ck := zstdlit.Options{Checksum: true}
+	sameAsReference(t, "8 MiB + 5 with checksum", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}, ck), ck)
 }
 
 // mixBatch is size bytes of the bench mix (12-bit gaussian, uniform and
@@ -237,7 +259,7 @@ func BenchmarkLitKernels(b *testing.B) {
 		data := set.data()
 		for _, chunk := range []int64{256 << 10, 1 << 20} {
 			b.Run(fmt.Sprintf("%s/chunk=%dKiB", set.name, chunk>>10), func(b *testing.B) {
-				lb, err := NewLitBatch(d, chunk, int(total/chunk))
+				lb, err := NewLitBatch(d, chunk, int(total/chunk), zstdlit.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
