@@ -301,20 +301,27 @@ func (d *Daemon) failSpool(id, manifest string, cause error) {
 	d.log.Error("acquisition failed: bad input", zap.String("job", id), zap.String("reason", cause.Error()))
 }
 
+// quarantine moves files into failed/<id>/ and then writes the report,
+// whole, by rename: whoever sees <id>.error.json (an operator, a monitor,
+// a test) finds it complete and the files already beside it.
 func (d *Daemon) quarantine(from, id string, files []string, rep errorReport) error {
 	to, err := freshDir(d.opt.FailedDir, id)
 	if err != nil {
-		return err
-	}
-	rep.Time, rep.Version = time.Now().UTC(), d.opt.Version
-	b, _ := jsonIndent(rep)
-	if err := os.WriteFile(filepath.Join(to, id+".error.json"), b, 0o640); err != nil {
 		return err
 	}
 	for _, f := range files {
 		if err := moveInto(from, to, f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+	}
+	rep.Time, rep.Version = time.Now().UTC(), d.opt.Version
+	b, _ := jsonIndent(rep)
+	tmp := filepath.Join(to, "."+id+".error.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o640); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(to, id+".error.json")); err != nil {
+		return err
 	}
 	return syncDir(to)
 }
