@@ -43,6 +43,10 @@ type Options struct {
 	// ZstdChecksum is each job's pipeline.Options.ZstdChecksum: append
 	// XXH64 content checksums to the zstd frames.
 	ZstdChecksum bool
+	// GPU is each job's pipeline.Options.GPU: plan the GPU engine's
+	// host memory (the CLI sets it when the config's engine will be the
+	// GPU).
+	GPU bool
 	// NewEngine makes the engine for a job's plan (the CLI picks CPU or
 	// GPU from the config's engine); nil means the CPU engine. An error is
 	// taken as transient (a GPU busy or gone) unless it is an InputError.

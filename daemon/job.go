@@ -122,7 +122,7 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 	}
 	defer src.Close()
 	opts := pipeline.Options{MemoryBudget: d.opt.MemoryBudget / int64(d.opt.ConcurrentJobs), PartSize: d.opt.Dest.PartSize,
-		ZstdEncoder: d.opt.ZstdEncoder, ZstdChecksum: d.opt.ZstdChecksum}
+		ZstdEncoder: d.opt.ZstdEncoder, ZstdChecksum: d.opt.ZstdChecksum, GPU: d.opt.GPU}
 	destination.PlanMemory(d.dest, &opts)
 	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {

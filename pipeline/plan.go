@@ -61,6 +61,11 @@ type Options struct {
 	// S3 store's, over a whole shard: on a local destination this is the
 	// one check of the chunk bytes.
 	ZstdChecksum bool
+	// GPU plans the GPU engine's host memory instead of the CPU engine's:
+	// no compressors on the host unless it compresses there (zstd with
+	// EncoderKlauspost), and two batches of every level's stored chunks
+	// in pinned memory, where the copies back land.
+	GPU bool
 }
 
 // The zstd encoders Options.ZstdEncoder names.
@@ -125,7 +130,7 @@ type Plan struct {
 type WorkingSet struct {
 	Staging    int64 // raw epoch buffers (double-buffered)
 	Chunks     int64 // scatter buffers and encoder state
-	Compressed int64 // one epoch of compressed chunks per level
+	Compressed int64 // one epoch of compressed chunks per level (the GPU engine: two, in pinned memory)
 	Shards     int64 // open shards × the sink's per-shard buffer, and its parts in flight
 	Runtime    int64 // the process beside its buffers
 }
@@ -188,12 +193,34 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 	if err := p.checkParts(); err != nil {
 		return nil, err
 	}
-	p.WorkingSet = p.estimate()
-	if p.WorkingSet.Total() > opts.MemoryBudget {
-		return nil, fmt.Errorf("working set %s exceeds memory_budget %s: raise memory_budget, or lower dimensions[0].chunk (each epoch is %s)",
-			p.WorkingSet, FormatBytes(opts.MemoryBudget), FormatBytes(p.EpochBytes()))
+	if err := p.budget(); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// budget estimates the working set and refuses it above the budget.
+func (p *Plan) budget() error {
+	p.WorkingSet = p.estimate()
+	if p.WorkingSet.Total() > p.Options.MemoryBudget {
+		return fmt.Errorf("working set %s exceeds memory_budget %s: raise memory_budget, or lower dimensions[0].chunk (each epoch is %s)",
+			p.WorkingSet, FormatBytes(p.Options.MemoryBudget), FormatBytes(p.EpochBytes()))
+	}
+	return nil
+}
+
+// ForCPU is a GPU plan re-planned for the CPU engine (where the GPU
+// engine refuses it), refused as NewPlan would when it does not fit.
+func (p *Plan) ForCPU() (*Plan, error) {
+	if !p.Options.GPU {
+		return p, nil
+	}
+	q := *p
+	q.Options.GPU = false
+	if err := q.budget(); err != nil {
+		return nil, err
+	}
+	return &q, nil
 }
 
 // planLevels lays out level 0 and, when the manifest asks for a pyramid,
@@ -295,12 +322,26 @@ func ShardsPerLayer(g zarr.Grid) int64 {
 
 func (p *Plan) estimate() WorkingSet {
 	w := WorkingSet{Staging: 2 * p.EpochBytes(), Runtime: runtimeOverhead}
+	zstd := p.Manifest.Compression.Codec == "zstd"
+	hostCompressors := !p.Options.GPU || (zstd && p.Options.ZstdEncoder == EncoderKlauspost)
 	for i, l := range p.Levels {
 		cb := p.ChunkBytes(l)
-		// Every level has its own compressor: scratch and an encoder per
-		// worker, and one row of compressed chunks.
-		w.Chunks += int64(p.Options.Workers) * (cb + encoderOverhead)
-		w.Compressed += ChunksPerEpoch(l.Grid) * CompressBound(cb)
+		row := ChunksPerEpoch(l.Grid)
+		if hostCompressors {
+			// Every level has its own compressor: scratch and an encoder
+			// per worker, and one row of compressed chunks.
+			w.Chunks += int64(p.Options.Workers) * (cb + encoderOverhead)
+			w.Compressed += row * CompressBound(cb)
+		}
+		if p.Options.GPU {
+			// Two batches come back into pinned memory: frames when the
+			// GPU compresses, raw chunks otherwise.
+			back := cb
+			if zstd && !hostCompressors {
+				back = CompressBound(cb)
+			}
+			w.Compressed += 2 * row * back
+		}
 		// Each open shard holds its sink buffer and its index entries.
 		w.Shards += ShardsPerLayer(l.Grid) * (p.Options.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
 		if i > 0 {

@@ -113,3 +113,54 @@ func TestPlanStopsPyramidLevelsWhenEveryDownsampledDimFitsOneChunk(t *testing.T)
 		t.Fatalf("scales %v %v", p.Levels[1].Scale, p.Levels[2].Scale)
 	}
 }
+
+func TestTheWorkingSetCountsTheBuffersOfTheEngineItIsPlannedFor(t *testing.T) {
+	// 16 frames of 2048² uint16 an epoch, 2 MiB chunks, 64 chunks a row, a
+	// 4-level mean pyramid: the GPU bench's shape on a 16-core host.
+	m := manifest(t, `{"version":1,"dtype":"uint16","multiscale":{"method":"mean"},"dimensions":[
+		{"name":"t","size":64,"chunk":16},{"name":"y","type":"space","size":2048,"chunk":256},{"name":"x","type":"space","size":2048,"chunk":256}]}`)
+	const raw = 64 * 2048 * 2048 * 2
+	budget := Options{MemoryBudget: 1 << 40, Workers: 16}
+	plan := func(o Options) *Plan {
+		t.Helper()
+		p, err := NewPlan(m, "acq.raw", raw, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cpu := plan(budget)
+	gpuOpts := budget
+	gpuOpts.GPU = true
+	gpu := plan(gpuOpts)
+	klauspost := gpuOpts
+	klauspost.ZstdEncoder = EncoderKlauspost
+	gpuHost := plan(klauspost)
+
+	if gpu.WorkingSet.Chunks != 0 {
+		t.Errorf("the GPU encoding plan counts %d bytes of host compressors", gpu.WorkingSet.Chunks)
+	}
+	if gpuHost.WorkingSet.Chunks != cpu.WorkingSet.Chunks || gpuHost.WorkingSet.Chunks == 0 {
+		t.Errorf("compressing on the host, the GPU plan counts %d bytes of compressors, the CPU plan %d",
+			gpuHost.WorkingSet.Chunks, cpu.WorkingSet.Chunks)
+	}
+	// Two batches of frames in pinned memory instead of one row of them.
+	if gpu.WorkingSet.Compressed != 2*cpu.WorkingSet.Compressed {
+		t.Errorf("the GPU plan counts %d compressed bytes, want twice the CPU's %d", gpu.WorkingSet.Compressed, cpu.WorkingSet.Compressed)
+	}
+	if gpu.WorkingSet.Total() >= cpu.WorkingSet.Total() {
+		t.Errorf("the GPU plan (%v) is not smaller than the CPU plan (%v) on 16 workers", gpu.WorkingSet, cpu.WorkingSet)
+	}
+	back, err := gpu.ForCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.WorkingSet != cpu.WorkingSet || back.Options.GPU || !gpu.Options.GPU {
+		t.Errorf("ForCPU gave %v (GPU %v), want the CPU plan's %v and the GPU plan untouched", back.WorkingSet, back.Options.GPU, cpu.WorkingSet)
+	}
+	tight := gpuOpts
+	tight.MemoryBudget = gpu.WorkingSet.Total()
+	if _, err := plan(tight).ForCPU(); err == nil || !strings.Contains(err.Error(), "memory_budget") {
+		t.Errorf("ForCPU within a budget only the GPU plan fits: err %v, want a memory_budget refusal", err)
+	}
+}

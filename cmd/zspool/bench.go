@@ -93,6 +93,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			kind = "gpu"
 		}
 	}
+	opts.GPU = kind == "gpu"
 	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, codec: *codec, level: *level, multiscale: *multiscale}
 	if spec.depth <= 0 {
 		spec.depth = 1

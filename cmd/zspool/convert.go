@@ -73,6 +73,20 @@ func (e *engineFlags) options() (pipeline.Options, error) {
 	return o, nil
 }
 
+// plansGPU says whether --engine (or the config's engine) will run on the
+// GPU, so the plan counts the GPU engine's memory: gpu, or auto where the
+// binary has the engine and a GPU is usable.
+func plansGPU(kind string) bool {
+	if kind == "gpu" {
+		return true
+	}
+	if kind != "auto" || !gpuBuilt {
+		return false
+	}
+	_, ok := gpuStatus()
+	return ok
+}
+
 // newEngine builds the engine --engine names. auto is the GPU when this
 // build has the GPU engine, a GPU is usable and the engine takes the plan;
 // otherwise, and with a warning when the GPU was there but failed, the CPU.
@@ -94,7 +108,11 @@ func newEngine(log *zap.Logger, kind string, p *pipeline.Plan) (pipeline.Engine,
 			}
 		}
 	}
-	return pipeline.NewCPU(p)
+	cpu, err := p.ForCPU()
+	if err != nil {
+		return nil, fmt.Errorf("engine auto: the CPU engine, which takes over from the GPU: %w", err)
+	}
+	return pipeline.NewCPU(cpu)
 }
 
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -132,7 +150,9 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer src.Close()
-	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts); err != nil {
+	check := opts
+	check.GPU = plansGPU(ef.engine)
+	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, check); err != nil {
 		return fmt.Errorf("%s: %w", src.ManifestName, err)
 	}
 	sink, err := openDest(ctx, log, *destSpec, &sf, opts.PartSize)
@@ -163,6 +183,7 @@ func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, s
 // convertSourceWith is convertSource on the engine named by --engine.
 func convertSourceWith(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, engine string, stderr io.Writer, quiet bool) (*convertResult, error) {
 	destination.PlanMemory(sink, &opts)
+	opts.GPU = plansGPU(engine)
 	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)

@@ -49,6 +49,7 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
 		JobBackoff:      time.Duration(c.Retry.JobBackoff), JobMaxBackoff: time.Duration(c.Retry.JobMaxBackoff),
 		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder, ZstdChecksum: c.ZstdChecksum,
+		GPU: plansGPU(c.Engine),
 	}
 	if c.Metrics.Enabled() {
 		o.MetricsListen = c.Metrics.Listen
