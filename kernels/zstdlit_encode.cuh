@@ -234,6 +234,8 @@ __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_byt
 constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full, kP3 = 0x165667B19E3779F9ull,
                    kP4 = 0x85EBCA77C2B2AE63ull, kP5 = 0x27D4EB2F165667C5ull;
 
+constexpr int kAhead = 32; // stripes a hashing thread loads ahead
+
 __device__ __forceinline__ uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 __device__ __forceinline__ uint64_t xxh_round(uint64_t acc, uint64_t in) { return rotl64(acc + in * kP2, 31) * kP1; }
 __device__ __forceinline__ uint64_t xxh_merge(uint64_t acc, uint64_t v) { return (acc ^ xxh_round(0, v)) * kP1 + kP4; }
@@ -256,12 +258,30 @@ __device__ uint64_t xxh64_group(const uint8_t *p, uint64_t n, uint32_t l, bool a
 	const bool aligned = ((uintptr_t)p & 7) == 0;
 	const uint64_t *w = reinterpret_cast<const uint64_t *>(p);
 	uint64_t s = 0;
-	if (aligned) {
-		for (; s + 4 <= stripes; s += 4) {
-			const uint64_t a = __ldg(w + 4 * s + l), b = __ldg(w + 4 * (s + 1) + l), c = __ldg(w + 4 * (s + 2) + l),
-			               d = __ldg(w + 4 * (s + 3) + l);
-			v = xxh_round(xxh_round(xxh_round(xxh_round(v, a), b), c), d);
+	if (aligned && stripes >= kAhead) {
+		// Few threads hash a batch (four a chunk), so each keeps kAhead
+		// loads in flight while its chain works through the last kAhead:
+		// without that the loop waits on memory, not on the multiplies.
+		uint64_t cur[kAhead];
+#pragma unroll
+		for (int j = 0; j < kAhead; j++)
+			cur[j] = __ldg(w + 4 * j + l);
+		for (; s + 2 * kAhead <= stripes; s += kAhead) {
+			uint64_t nxt[kAhead];
+#pragma unroll
+			for (int j = 0; j < kAhead; j++)
+				nxt[j] = __ldg(w + 4 * (s + kAhead + j) + l);
+#pragma unroll
+			for (int j = 0; j < kAhead; j++)
+				v = xxh_round(v, cur[j]);
+#pragma unroll
+			for (int j = 0; j < kAhead; j++)
+				cur[j] = nxt[j];
 		}
+#pragma unroll
+		for (int j = 0; j < kAhead; j++)
+			v = xxh_round(v, cur[j]);
+		s += kAhead;
 	}
 	for (; s < stripes; s++)
 		v = xxh_round(v, load64(p + 32 * s + 8 * l));

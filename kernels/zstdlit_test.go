@@ -257,9 +257,18 @@ func BenchmarkLitKernels(b *testing.B) {
 	}
 	for _, set := range sets {
 		data := set.data()
-		for _, chunk := range []int64{256 << 10, 1 << 20} {
-			b.Run(fmt.Sprintf("%s/chunk=%dKiB", set.name, chunk>>10), func(b *testing.B) {
-				lb, err := NewLitBatch(d, chunk, int(total/chunk), zstdlit.Options{})
+		runs := []struct {
+			chunk int64
+			opt   zstdlit.Options
+		}{{256 << 10, zstdlit.Options{}}, {1 << 20, zstdlit.Options{}}, {2 << 20, zstdlit.Options{}}, {2 << 20, zstdlit.Options{Checksum: true}}}
+		for _, run := range runs {
+			chunk := run.chunk
+			name := fmt.Sprintf("%s/chunk=%dKiB", set.name, chunk>>10)
+			if run.opt.Checksum {
+				name += "/checksum"
+			}
+			b.Run(name, func(b *testing.B) {
+				lb, err := NewLitBatch(d, chunk, int(total/chunk), run.opt)
 				if err != nil {
 					b.Fatal(err)
 				}
