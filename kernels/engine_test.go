@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/kernels/internal/reference"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
@@ -256,28 +257,9 @@ func TestConvertMatchesCPU(t *testing.T) {
 // byte: the GPU encoder and zstdlit must write the same shards.
 func sameShardFiles(t *testing.T, cpuDir, gpuDir string) {
 	t.Helper()
-	var n int
-	err := filepath.WalkDir(cpuDir, func(path string, de os.DirEntry, err error) error {
-		if err != nil || de.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(cpuDir, path)
-		want, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		got, err := os.ReadFile(filepath.Join(gpuDir, rel))
-		if err != nil {
-			return fmt.Errorf("gpu: %w", err)
-		}
-		if !bytes.Equal(got, want) {
-			return fmt.Errorf("%s: the GPU engine wrote %d bytes that differ from the CPU engine's %d", rel, len(got), len(want))
-		}
-		n++
-		return nil
-	})
+	n, err := dirdiff.Same(cpuDir, gpuDir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the GPU engine's shards differ from the CPU engine's: %v", err)
 	}
 	t.Logf("%d files byte-identical", n)
 }

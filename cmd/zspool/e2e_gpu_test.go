@@ -6,12 +6,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/zarr"
 )
@@ -83,26 +83,8 @@ func TestConvertEngineGPUMatchesCPU(t *testing.T) {
 // sameFiles compares every file under two directories byte for byte.
 func sameFiles(t *testing.T, cpuDir, gpuDir string) {
 	t.Helper()
-	err := filepath.WalkDir(cpuDir, func(path string, de os.DirEntry, err error) error {
-		if err != nil || de.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(cpuDir, path)
-		want, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		got, err := os.ReadFile(filepath.Join(gpuDir, rel))
-		if err != nil {
-			return fmt.Errorf("gpu: %w", err)
-		}
-		if !bytes.Equal(got, want) {
-			return fmt.Errorf("%s: the GPU engine's %d bytes differ from the CPU engine's %d", rel, len(got), len(want))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if _, err := dirdiff.Same(cpuDir, gpuDir); err != nil {
+		t.Fatalf("the GPU engine's files differ from the CPU engine's: %v", err)
 	}
 }
 

@@ -2,16 +2,13 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/zspool/zspool/config"
-	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
-	"github.com/zspool/zspool/zarr"
 	"github.com/zspool/zspool/zstdlit"
 )
 
@@ -22,53 +19,21 @@ import (
 // must be zstdlit's. It returns the number of chunks checked.
 func checkChecksummedChunks(t *testing.T, dest, dataset, encoder string) int {
 	t.Helper()
-	ctx := context.Background()
-	store := localfs.New(dest)
-	a, err := zarr.OpenArray(ctx, store, dataset+"/0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := a.Grid
-	shards := make([]int64, g.Rank())
-	for d := range shards {
-		shards[d] = g.Shards(d)
-	}
 	n := 0
-	err = zarr.ForEach(shards, func(sh []int64) error {
-		entries, _, err := a.ReadIndex(ctx, sh)
-		if err != nil {
-			return err
+	forEachStoredChunk(t, dest, dataset, func(where string, stored, chunk []byte) {
+		if len(stored) < 9 || stored[4]&0x04 == 0 {
+			t.Fatalf("%s: the frame has no Content_Checksum_flag", where)
 		}
-		for s, e := range entries {
-			if !e.Present() {
-				continue
-			}
-			stored, err := store.GetRange(ctx, a.ShardKey(sh), int64(e.Offset), int64(e.NBytes))
-			if err != nil {
-				return err
-			}
-			if len(stored) < 9 || stored[4]&0x04 == 0 {
-				t.Fatalf("%s shard %v slot %d: the frame has no Content_Checksum_flag", dataset, sh, s)
-			}
-			// The reader's klauspost decoder checks the checksum too.
-			chunk, err := a.DecodeChunk(stored, nil)
-			if err != nil {
-				return err
-			}
-			want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true})
-			if !bytes.Equal(stored[len(stored)-4:], want[len(want)-4:]) {
-				t.Fatalf("%s shard %v slot %d: the frame ends with % x, not its content's XXH64 % x", dataset, sh, s, stored[len(stored)-4:], want[len(want)-4:])
-			}
-			if encoder == pipeline.EncoderLit && !bytes.Equal(stored, want) {
-				t.Fatalf("%s shard %v slot %d: %d stored bytes are not zstdlit's %d", dataset, sh, s, len(stored), len(want))
-			}
-			n++
+		// The reader's klauspost decoder checked the checksum already.
+		want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true})
+		if !bytes.Equal(stored[len(stored)-4:], want[len(want)-4:]) {
+			t.Fatalf("%s: the frame ends with % x, not its content's XXH64 % x", where, stored[len(stored)-4:], want[len(want)-4:])
 		}
-		return nil
+		if encoder == pipeline.EncoderLit && !bytes.Equal(stored, want) {
+			t.Fatalf("%s: %d stored bytes are not zstdlit's %d", where, len(stored), len(want))
+		}
+		n++
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return n
 }
 

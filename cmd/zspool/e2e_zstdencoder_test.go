@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,16 +96,27 @@ type blockCounts struct{ raw, rle, oneStream, fourStreams int }
 // encoder, not merely decodable), and counts the block types.
 func checkLitChunks(t *testing.T, dest, dataset string, counts *blockCounts) {
 	t.Helper()
+	forEachStoredChunk(t, dest, dataset, func(where string, stored, chunk []byte) {
+		if want := zstdlit.Encode(nil, chunk, zstdlit.Options{}); !bytes.Equal(stored, want) {
+			t.Fatalf("%s: %d stored bytes are not zstdlit's %d", where, len(stored), len(want))
+		}
+		countBlocks(stored[zstdlit.FrameHeaderSize(len(chunk)):], counts)
+	})
+}
+
+// forEachStoredChunk calls f with every present chunk of a local dataset's
+// level 0: where it is (for messages), its stored bytes and their decoding.
+func forEachStoredChunk(t *testing.T, dest, dataset string, f func(where string, stored, chunk []byte)) {
+	t.Helper()
 	ctx := context.Background()
 	store := localfs.New(dest)
 	a, err := zarr.OpenArray(ctx, store, dataset+"/0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := a.Grid
-	shards := make([]int64, g.Rank())
+	shards := make([]int64, a.Grid.Rank())
 	for d := range shards {
-		shards[d] = g.Shards(d)
+		shards[d] = a.Grid.Shards(d)
 	}
 	err = zarr.ForEach(shards, func(sh []int64) error {
 		entries, _, err := a.ReadIndex(ctx, sh)
@@ -121,12 +133,9 @@ func checkLitChunks(t *testing.T, dest, dataset string, counts *blockCounts) {
 			}
 			chunk, err := a.DecodeChunk(stored, nil)
 			if err != nil {
-				return err
+				return fmt.Errorf("shard %v slot %d: %w", sh, s, err)
 			}
-			if want := zstdlit.Encode(nil, chunk, zstdlit.Options{}); !bytes.Equal(stored, want) {
-				t.Fatalf("%s shard %v slot %d: %d stored bytes are not zstdlit's %d", dataset, sh, s, len(stored), len(want))
-			}
-			countBlocks(stored[zstdlit.FrameHeaderSize(len(chunk)):], counts)
+			f(fmt.Sprintf("%s shard %v slot %d", dataset, sh, s), stored, chunk)
 		}
 		return nil
 	})
