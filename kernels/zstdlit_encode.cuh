@@ -40,6 +40,27 @@ __device__ __forceinline__ uint32_t piece_byte(const uint4 &v, int i)
 	return (w >> (8 * (i & 3))) & 0xff;
 }
 
+// copy_out copies a stream's bytes from shared memory to dst, which has
+// any alignment: bytes up to a 4-byte boundary of dst, then whole words
+// (shifted out of two staged words each), then the tail.
+__device__ __forceinline__ void copy_out(uint8_t *__restrict__ dst, const uint32_t *stage, uint32_t bytes)
+{
+	const unsigned tid = threadIdx.x;
+	const uint8_t *sb = reinterpret_cast<const uint8_t *>(stage);
+	const uint32_t head = min((uint32_t)((4 - ((uintptr_t)dst & 3)) & 3), bytes);
+	if (tid < head)
+		dst[tid] = sb[tid];
+	const uint32_t body = (bytes - head) / 4;
+	uint32_t *dw = reinterpret_cast<uint32_t *>(dst + head);
+	const uint32_t sh = 8 * (head & 3);
+	for (uint32_t j = tid; j < body; j += kThreads) {
+		const uint32_t k = (head >> 2) + j;
+		dw[j] = sh == 0 ? stage[k] : __funnelshift_r(stage[k], stage[k + 1], sh);
+	}
+	for (uint32_t i = head + body * 4 + tid; i < bytes; i += kThreads)
+		dst[i] = sb[i];
+}
+
 // encode_stream writes the Huffman bitstream of lits[0..m) (m ≤ 32768) at
 // dst: the last literal first, so the decoder reads the first one first,
 // then the closing 1 bit. want is the size zl_plan computed.
@@ -144,20 +165,7 @@ __device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, cons
 	if (tid == 0)
 		atomicOr(&S.stage[totalBits >> 5], 1u << (totalBits & 31));
 	__syncthreads();
-	// Copy out: bytes up to a 4-byte boundary of dst, whole words, the tail.
-	const uint8_t *sb = reinterpret_cast<const uint8_t *>(S.stage);
-	const uint32_t head = min((uint32_t)((4 - ((uintptr_t)dst & 3)) & 3), bytes);
-	if (tid < head)
-		dst[tid] = sb[tid];
-	const uint32_t body = (bytes - head) / 4;
-	uint32_t *dw = reinterpret_cast<uint32_t *>(dst + head);
-	const uint32_t sh = 8 * (head & 3);
-	for (uint32_t j = tid; j < body; j += kThreads) {
-		const uint32_t k = (head >> 2) + j;
-		dw[j] = sh == 0 ? S.stage[k] : __funnelshift_r(S.stage[k], S.stage[k + 1], sh);
-	}
-	for (uint32_t i = head + body * 4 + tid; i < bytes; i += kThreads)
-		dst[i] = sb[i];
+	copy_out(dst, S.stage, bytes);
 }
 
 __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,

@@ -40,14 +40,11 @@ struct BitOut {
 
 __device__ __forceinline__ int high_bit(uint32_t v) { return 31 - __clz(v); }
 
-// fse_weights writes the table description and two-state bitstream of ws
-// with accuracy log `log` into out (room for 256 bytes) and returns its
-// length. count/maxSym are the weights' histogram and largest weight.
-__device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out)
+// fse_normalize spreads 1<<log over the present weights: one each, the
+// rest in proportion to the counts by largest remainder (ties to the
+// smaller weight). zstdlit's normalize.
+__device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *norm)
 {
-	// normalize: one each, the rest by largest remainder (ties to the
-	// smaller symbol).
-	int norm[kMaxWeight];
 	uint64_t rem[kMaxWeight];
 	uint64_t total = 0;
 	int present = 0;
@@ -78,59 +75,68 @@ __device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *coun
 		norm[b]++;
 		rem[b] = 0;
 	}
+}
 
-	// Table description (RFC 8878 §4.1.1).
+// fse_write_ncount writes the FSE table description (RFC 8878 §4.1.1) of
+// norm into out and returns its length. zstdlit's appendNCount.
+__device__ uint32_t fse_write_ncount(const int *norm, int maxSym, int log, uint8_t *out)
+{
 	uint32_t len = 0;
-	{
-		uint64_t acc = 0;
-		uint32_t nb = 0;
-		auto put = [&](uint64_t v, uint32_t n) {
-			acc |= v << nb;
-			nb += n;
-			while (nb >= 8) {
-				out[len++] = (uint8_t)acc;
-				acc >>= 8;
-				nb -= 8;
-			}
-		};
-		put((uint64_t)(log - 5), 4);
-		int remaining = (1 << log) + 1;
-		int threshold = 1 << log;
-		uint32_t nbBits = (uint32_t)log + 1;
-		bool prev0 = false;
-		for (int s = 0; s <= maxSym && remaining > 1;) {
-			if (prev0) {
-				int start = s;
-				while (s <= maxSym && norm[s] == 0)
-					s++;
-				while (s >= start + 3) {
-					put(3, 2);
-					start += 3;
-				}
-				put((uint64_t)(s - start), 2);
-			}
-			const int c = norm[s];
-			s++;
-			const int mx = 2 * threshold - 1 - remaining;
-			remaining -= c;
-			int v = c + 1;
-			if (v >= threshold)
-				v += mx;
-			if (v < mx)
-				put((uint64_t)v, nbBits - 1);
-			else
-				put((uint64_t)v, nbBits);
-			prev0 = v == 1;
-			while (remaining < threshold) {
-				nbBits--;
-				threshold >>= 1;
-			}
-		}
-		if (nb > 0)
+	uint64_t acc = 0;
+	uint32_t nb = 0;
+	auto put = [&](uint64_t v, uint32_t n) {
+		acc |= v << nb;
+		nb += n;
+		while (nb >= 8) {
 			out[len++] = (uint8_t)acc;
+			acc >>= 8;
+			nb -= 8;
+		}
+	};
+	put((uint64_t)(log - 5), 4);
+	int remaining = (1 << log) + 1;
+	int threshold = 1 << log;
+	uint32_t nbBits = (uint32_t)log + 1;
+	bool prev0 = false;
+	for (int s = 0; s <= maxSym && remaining > 1;) {
+		if (prev0) {
+			int start = s;
+			while (s <= maxSym && norm[s] == 0)
+				s++;
+			while (s >= start + 3) {
+				put(3, 2);
+				start += 3;
+			}
+			put((uint64_t)(s - start), 2);
+		}
+		const int c = norm[s];
+		s++;
+		const int mx = 2 * threshold - 1 - remaining;
+		remaining -= c;
+		int v = c + 1;
+		if (v >= threshold)
+			v += mx;
+		if (v < mx)
+			put((uint64_t)v, nbBits - 1);
+		else
+			put((uint64_t)v, nbBits);
+		prev0 = v == 1;
+		while (remaining < threshold) {
+			nbBits--;
+			threshold >>= 1;
+		}
 	}
+	if (nb > 0)
+		out[len++] = (uint8_t)acc;
+	return len;
+}
 
-	// Spread, state table and symbol transforms, as the decoder builds them.
+// fse_encode_states appends the two-state FSE bitstream of ws to out at
+// len, with the state table the decoder builds from norm, and returns the
+// new length. zstdlit's fseEncodeWith after the description.
+__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
+                                      uint32_t len)
+{
 	const int size = 1 << log;
 	uint8_t spread[64];
 	uint32_t stateTable[64];
@@ -189,6 +195,17 @@ __device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *coun
 	w.add(st[0], (uint32_t)log);
 	w.close();
 	return w.len;
+}
+
+// fse_weights writes the table description and two-state bitstream of ws
+// with accuracy log `log` into out (room for 256 bytes) and returns its
+// length. count/maxSym are the weights' histogram and largest weight.
+__device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out)
+{
+	int norm[kMaxWeight];
+	fse_normalize(count, maxSym, log, norm);
+	const uint32_t len = fse_write_ncount(norm, maxSym, log, out);
+	return fse_encode_states(ws, nws, norm, maxSym, log, out, len);
 }
 
 // ---------------------------------------------------------------------------
@@ -278,9 +295,10 @@ __device__ __forceinline__ uint32_t count_below(const uint32_t *a, uint32_t n, u
 	return lo;
 }
 
-// plan_huffman builds the block's Huffman code and header (verdict 1) or
-// reports that the block stays Raw (verdict 0). Called by the whole CTA.
-__device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *tables)
+// huffman_lengths gives every present symbol its code length (S.nb) and
+// finds the longest (S.maxBit): optimal lengths under the 11-bit limit by
+// package-merge. Called by the whole CTA.
+__device__ void huffman_lengths(PlanShared &S)
 {
 	const unsigned tid = threadIdx.x;
 	// Leaves ranked by (count, symbol).
@@ -352,6 +370,14 @@ __device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *ta
 		atomicMax(&S.maxBit, (int)len);
 	}
 	__syncthreads();
+}
+
+// huffman_codes assigns the canonical codes into tables (code | length<<16
+// per symbol) and counts every stream's bits (S.bits); it returns the
+// calling thread's symbol's length. Called by the whole CTA.
+__device__ uint32_t huffman_codes(PlanShared &S, uint32_t n, uint32_t *tables)
+{
+	const unsigned tid = threadIdx.x;
 	const int maxBit = S.maxBit;
 	const uint32_t l = S.nb[tid];
 	if (l != 0)
@@ -378,6 +404,17 @@ __device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *ta
 			S.bits[s] = b;
 	}
 	__syncthreads();
+	return l;
+}
+
+// tree_candidates lists the weights of symbols 0..maxSym−1 (S.ws) and
+// FSE-codes them with accuracy logs 5 and 6 (S.fse, on threads 0 and 32);
+// it reports whether FSE can code them at all. Called by the whole CTA
+// with each thread's symbol's length l.
+__device__ bool tree_candidates(PlanShared &S, uint32_t l)
+{
+	const unsigned tid = threadIdx.x;
+	const int maxBit = S.maxBit;
 	const int maxSym = S.maxSym;
 	if (tid < (unsigned)maxSym)
 		S.ws[tid] = l != 0 ? (uint8_t)(maxBit + 1 - l) : 0;
@@ -400,8 +437,16 @@ __device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *ta
 		S.fseLen[i] = fse_weights(S.ws, nws, S.wcount, maxW, 5 + i, S.fse[i]);
 	}
 	__syncthreads();
-	if (tid != 0)
-		return;
+	return fsePossible;
+}
+
+// write_literals_header writes the block's literals header, tree
+// description and jump table into out, and its type and sizes (verdict
+// 1), or finds the block must stay Raw (verdict 0). Thread 0 alone.
+__device__ void write_literals_header(PlanShared &S, uint32_t n, Block *out, bool fsePossible)
+{
+	const int nws = S.maxSym;
+	const bool four = n > 1023;
 	// The tree description, the streams' sizes and the literals header.
 	uint8_t *h = out->hdr;
 	uint32_t descLen = 0;
@@ -480,7 +525,17 @@ __device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *ta
 	out->streams = four ? 4 : 1;
 	for (int s = 0; s < 4; s++)
 		out->stream[s] = streams[s];
-	S.verdict = 1;
+	S.verdict = 1;}
+
+// plan_huffman builds the block's Huffman code and header (verdict 1) or
+// reports that the block stays Raw (verdict 0). Called by the whole CTA.
+__device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *tables)
+{
+	huffman_lengths(S);
+	const uint32_t l = huffman_codes(S, n, tables);
+	const bool fsePossible = tree_candidates(S, l);
+	if (threadIdx.x == 0)
+		write_literals_header(S, n, out, fsePossible);
 }
 
 __device__ void plan_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
