@@ -86,12 +86,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	kind := ef.engine
-	if kind == "auto" {
-		kind = "cpu"
-		if _, ok := gpuStatus(); gpuBuilt && ok {
-			kind = "gpu"
-		}
+	kind := "cpu"
+	if plansGPU(ef.engine) {
+		kind = "gpu"
 	}
 	opts.GPU = kind == "gpu"
 	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, codec: *codec, level: *level, multiscale: *multiscale}
@@ -340,11 +337,7 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 		}
 	}
 	g := plan.Levels[0].Grid
-	shard := make([]int64, g.Rank())
-	for d := range shard {
-		shard[d] = g.Shard[d] * g.Chunk[d]
-	}
-	fmt.Fprintf(w, "\ngrid: shape %s chunk %s shard %s\n", joinInts(g.Shape), joinInts(g.Chunk), joinInts(shard))
+	fmt.Fprintf(w, "\ngrid: shape %s chunk %s shard %s\n", joinInts(g.Shape), joinInts(g.Chunk), joinInts(g.ShardShape()))
 	fmt.Fprintf(w, "source: %s\n", source)
 	if len(plan.Levels) > 1 {
 		fmt.Fprintf(w, "pyramid: %d levels, %s:", len(plan.Levels), plan.Manifest.Multiscale.Method)

@@ -150,9 +150,8 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer src.Close()
-	check := opts
-	check.GPU = plansGPU(ef.engine)
-	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, check); err != nil {
+	opts.GPU = plansGPU(ef.engine)
+	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts); err != nil {
 		return fmt.Errorf("%s: %w", src.ManifestName, err)
 	}
 	sink, err := openDest(ctx, log, *destSpec, &sf, opts.PartSize)
@@ -177,13 +176,14 @@ type convertResult struct {
 // convertSource plans an opened acquisition against the destination's
 // memory needs and converts it on the engine "auto" picks.
 func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
+	opts.GPU = plansGPU("auto")
 	return convertSourceWith(ctx, log, src, sink, opts, "auto", stderr, quiet)
 }
 
-// convertSourceWith is convertSource on the engine named by --engine.
+// convertSourceWith is convertSource on the engine named by --engine;
+// opts.GPU says whether that engine will be the GPU (plansGPU).
 func convertSourceWith(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, engine string, stderr io.Writer, quiet bool) (*convertResult, error) {
 	destination.PlanMemory(sink, &opts)
-	opts.GPU = plansGPU(engine)
 	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)

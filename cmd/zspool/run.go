@@ -30,9 +30,6 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 	case c.Engine != "auto" && c.Engine != "cpu" && c.Engine != "gpu":
 		return daemon.Options{}, fmt.Errorf("engine: %q is not one of auto, cpu, gpu", c.Engine)
 	}
-	if err := pipeline.CheckZstdEncoder(c.ZstdEncoder); err != nil {
-		return daemon.Options{}, fmt.Errorf("zstd_encoder: %w", err)
-	}
 	o := daemon.Options{
 		SpoolDir: c.SpoolDir, StateDir: c.StateDir, FailedDir: c.FailedDir,
 		Release: c.Release.Policy, ArchiveDir: c.Release.ArchiveDir,
