@@ -849,6 +849,7 @@ func (e *Engine) rows(ctx context.Context, l int, ll *pipeline.RowLayout, chunk 
 	key := func(i int, j int64) uint64 {
 		return uint64((ll.ShardOf[i]*n+j)*ll.InnerSize + ll.InnerSlot[i])
 	}
+	bound := uint64(LitFrameBound(chunk, e.litOpt))
 	if want := uint64(int64(len(ll.ByShard))*n*ll.InnerSize) + 1; uint64(len(offs)) != want {
 		return nil, fmt.Errorf("%d sizes from the GPU, want %d", len(offs), want)
 	}
@@ -856,7 +857,7 @@ func (e *Engine) rows(ctx context.Context, l int, ll *pipeline.RowLayout, chunk 
 		for i := range ll.Coords {
 			k := key(i, j)
 			s := offs[k+1] - offs[k]
-			if bound := LitFrameBound(chunk, e.litOpt); e.gpuZstd && s > uint64(bound) {
+			if e.gpuZstd && s > bound {
 				return nil, fmt.Errorf("row %d: the GPU sized chunk %d's frame at %d bytes, more than its bound %d",
 					first+j, i, s, bound)
 			}
