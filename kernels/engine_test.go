@@ -74,14 +74,53 @@ func (a *acquisition) plan(t *testing.T) (*pipeline.Source, *pipeline.Plan) {
 // with the GPU's own encoder (the default), against the CPU engine running
 // zstdlit, so stored bytes must match byte for byte; and zstd compressed by
 // both on the CPU with klauspost; and the GPU's zstd with checksums.
-var codecCases = []struct {
+type codecCase struct {
 	name, codec, cpu, gpu string
 	ck                    bool // zstd's content checksum
-}{
+}
+
+var codecCases = []codecCase{
 	{"none", "none", "", "", false},
 	{"zstd", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault, false},
 	{"zstd-checksum", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault, true},
 	{"zstd-klauspost", "zstd", pipeline.EncoderKlauspost, pipeline.EncoderKlauspost, false},
+}
+
+// convertBoth converts acquisition a with the CPU engine, then the GPU
+// engine on d, each through pipeline.Convert into a directory of its own
+// under the encoders cc names, and opens both datasets.
+func convertBoth(t *testing.T, d *Device, a *acquisition, cc codecCase, name string) ([2]*zarr.Dataset, [2]string) {
+	t.Helper()
+	ctx := context.Background()
+	var sets [2]*zarr.Dataset
+	var roots [2]string
+	for i, kind := range []string{"cpu", "gpu"} {
+		src, p := a.plan(t)
+		p.Options.ZstdChecksum = cc.ck
+		var eng pipeline.Engine
+		var err error
+		if kind == "cpu" {
+			p.Options.ZstdEncoder = cc.cpu
+			eng, err = pipeline.NewCPU(p)
+		} else {
+			p.Options.ZstdEncoder = cc.gpu
+			eng, err = NewEngine(d, p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots[i] = t.TempDir()
+		dir := localfs.New(roots[i])
+		_, err = pipeline.Convert(ctx, zap.NewNop(), src, p, eng, dir, pipeline.ConvertOptions{Version: "test"})
+		eng.Close()
+		if err != nil {
+			t.Fatalf("%s: convert: %v", kind, err)
+		}
+		if sets[i], err = zarr.Open(ctx, dir, name+".ome.zarr"); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+	}
+	return sets, roots
 }
 
 // engineCases are the shapes plus shapes of many epochs (the GPU
@@ -207,34 +246,9 @@ func TestConvertMatchesCPU(t *testing.T) {
 				spool := t.TempDir()
 				a := writeAcquisition(t, spool, sh.Name, sh.Grid, sh.Elem, cc.codec, rng)
 				var arrays [2]*zarr.Array
-				var roots [2]string
+				sets, roots := convertBoth(t, d, a, cc, sh.Name)
 				for i, kind := range []string{"cpu", "gpu"} {
-					src, p := a.plan(t)
-					var eng pipeline.Engine
-					var err error
-					if kind == "cpu" {
-						p.Options.ZstdEncoder = cc.cpu
-						p.Options.ZstdChecksum = cc.ck
-						eng, err = pipeline.NewCPU(p)
-					} else {
-						p.Options.ZstdEncoder = cc.gpu
-						p.Options.ZstdChecksum = cc.ck
-						eng, err = NewEngine(d, p)
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					roots[i] = t.TempDir()
-					dir := localfs.New(roots[i])
-					_, err = pipeline.Convert(ctx, zap.NewNop(), src, p, eng, dir, pipeline.ConvertOptions{Version: "test"})
-					eng.Close()
-					if err != nil {
-						t.Fatalf("%s: convert: %v", kind, err)
-					}
-					ds, err := zarr.Open(ctx, dir, sh.Name+".ome.zarr")
-					if err != nil {
-						t.Fatalf("%s: %v", kind, err)
-					}
+					ds := sets[i]
 					arrays[i] = ds.Levels[0]
 					dense, err := arrays[i].ReadAll(ctx)
 					if err != nil {

@@ -13,15 +13,12 @@ import (
 	"testing"
 	"unsafe"
 
-	"go.uber.org/zap"
 	"gorgonia.org/cu"
 
 	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/kernels/internal/layout"
 	"github.com/zspool/zspool/kernels/internal/reference"
-	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
-	"github.com/zspool/zspool/zarr"
 )
 
 // runReduce launches one reduce kernel on poisoned buffers and returns the
@@ -310,33 +307,7 @@ func TestConvertPyramidMatchesCPU(t *testing.T) {
 						t.Fatal(err)
 					}
 					a := &acquisition{name: name, manifest: mp, raw: raw}
-					var sets [2]*zarr.Dataset
-					for i, kind := range []string{"cpu", "gpu"} {
-						src, p := a.plan(t)
-						var eng pipeline.Engine
-						var err error
-						if kind == "cpu" {
-							p.Options.ZstdEncoder = cc.cpu
-							p.Options.ZstdChecksum = cc.ck
-							eng, err = pipeline.NewCPU(p)
-						} else {
-							p.Options.ZstdEncoder = cc.gpu
-							p.Options.ZstdChecksum = cc.ck
-							eng, err = NewEngine(d, p)
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
-						dir := localfs.New(t.TempDir())
-						_, err = pipeline.Convert(ctx, zap.NewNop(), src, p, eng, dir, pipeline.ConvertOptions{Version: "test"})
-						eng.Close()
-						if err != nil {
-							t.Fatalf("%s: convert: %v", kind, err)
-						}
-						if sets[i], err = zarr.Open(ctx, dir, name+".ome.zarr"); err != nil {
-							t.Fatalf("%s: %v", kind, err)
-						}
-					}
+					sets, _ := convertBoth(t, d, a, cc, name)
 					if len(sets[1].Levels) != len(sets[0].Levels) || len(sets[0].Levels) < 2 {
 						t.Fatalf("gpu %d levels, cpu %d", len(sets[1].Levels), len(sets[0].Levels))
 					}

@@ -6,14 +6,11 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/zspool/zspool/internal/synth"
 	"github.com/zspool/zspool/zstdlit"
 	"github.com/zspool/zspool/zstdlit/corpus"
 )
@@ -208,31 +205,6 @@ func TestLitKernelsKeepTheContentSizeInFramesOver8MiB(t *testing.T) {
 	sameAsReference(t, "8 MiB + 5 with checksum", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}, ck), ck)
 }
 
-// mixBatch is size bytes of the bench mix (12-bit gaussian, uniform and
-// constant frames of 512×512 uint16): 64 MiB made, repeated.
-func mixBatch(size int64) []byte {
-	const frame = 512 * 512 * 2
-	const made = 64 << 20
-	base := make([]byte, made)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for f := int64(0); f < made/frame; f++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			synth.FillFrame(base[f*frame:(f+1)*frame], synth.Mixed(f), uint64(f))
-			<-sem
-		}()
-	}
-	wg.Wait()
-	out := make([]byte, size)
-	for off := int64(0); off < size; off += made {
-		copy(out[off:], base)
-	}
-	return out
-}
-
 // BenchmarkLitKernels times the encoder's kernels alone (plan, frame
 // layout, scan, encode; no copies) on 1 GiB batches resident on the GPU.
 // It reports the input rate (kernel GB/s) and the ratio.
@@ -250,7 +222,7 @@ func BenchmarkLitKernels(b *testing.B) {
 		name string
 		data func() []byte
 	}{
-		{"mix", func() []byte { return mixBatch(total) }},
+		{"mix", func() []byte { return tile(corpus.BenchMix(128), total) }}, // 64 MiB of 512×512 frames
 		{"dim", func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }},
 		{"bright", func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }},
 		{"uniform", func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }},
