@@ -40,8 +40,9 @@ func fseCompressWeights(ws []byte) ([]byte, bool) {
 // normalize spreads 1<<log over the present symbols: one each, then the rest
 // in proportion to the counts by largest remainder (ties to the smaller
 // symbol).
-func normalize(count *[maxWeight]uint32, maxSym, log int) [maxWeight]int {
-	var norm [maxWeight]int
+// norm must hold maxSym+1 entries; at most maxFSESymbols symbols.
+func normalize(count []uint32, maxSym, log int, norm []int) {
+	clear(norm[:maxSym+1])
 	total, present := uint64(0), 0
 	for s := 0; s <= maxSym; s++ {
 		if count[s] != 0 {
@@ -51,7 +52,7 @@ func normalize(count *[maxWeight]uint32, maxSym, log int) [maxWeight]int {
 		}
 	}
 	rest := uint64(1<<log - present)
-	var rem [maxWeight]uint64
+	var rem [maxFSESymbols]uint64
 	given := uint64(0)
 	for s := 0; s <= maxSym; s++ {
 		if count[s] != 0 {
@@ -71,12 +72,14 @@ func normalize(count *[maxWeight]uint32, maxSym, log int) [maxWeight]int {
 		norm[b]++
 		rem[b] = 0
 	}
-	return norm
 }
+
+// maxFSESymbols is the largest alphabet FSE codes here (match-length codes).
+const maxFSESymbols = 53
 
 // appendNCount writes the FSE table description (RFC 8878 §4.1.1) of norm
 // (all counts ≥ 0, no "less than 1" probabilities).
-func appendNCount(dst []byte, norm *[maxWeight]int, maxSym, log int) []byte {
+func appendNCount(dst []byte, norm []int, maxSym, log int) []byte {
 	var acc uint64
 	var nb uint
 	put := func(v uint64, n uint) {
@@ -137,8 +140,9 @@ type fseSym struct {
 
 // fseEncodeWith writes the table description then the two-state bitstream.
 func fseEncodeWith(ws []byte, count *[maxWeight]uint32, maxSym, log int) []byte {
-	norm := normalize(count, maxSym, log)
-	out := appendNCount(nil, &norm, maxSym, log)
+	var norm [maxWeight]int
+	normalize(count[:], maxSym, log, norm[:])
+	out := appendNCount(nil, norm[:], maxSym, log)
 
 	size := 1 << log
 	// Spread symbols over the states as the decoder does.

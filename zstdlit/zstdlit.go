@@ -1,27 +1,36 @@
-// Package zstdlit is a literals-only zstd encoder (RFC 8878): the pure-Go
-// reference of the GPU encoder's exact algorithm (same block choices, same
-// lengths, same bytes) and a second CPU codec.
+// Package zstdlit is a fast zstd encoder (RFC 8878): the pure-Go reference
+// of the GPU encoder's exact algorithm (same parse, same block choices,
+// same lengths, same bytes) and a second CPU codec.
 //
 // Every call to Encode writes one standard zstd frame. The frame is cut into
-// blocks of at most 128 KiB; no matches are searched. Each block is written as
-// the smallest of:
+// blocks of at most 128 KiB. Each block is written as the smallest of:
 //
 //   - an RLE block, when the block holds one distinct byte (and is ≥ 2 bytes);
-//   - a Compressed block whose literals section is Huffman-coded and whose
-//     sequences section is the single byte 0x00 (zero sequences);
+//   - a Compressed block: the literals section, then the sequences section;
 //   - a Raw block otherwise.
 //
 // Rules (the GPU kernels must follow them bit for bit):
 //
-//   - Blocks with fewer than MinHuffLiterals (64) bytes are never
-//     Huffman-coded (zstd's fast strategies use the same cut-off, 8<<3).
-//   - 64..1023 literals: one Huffman stream, Size_Format 00 (10-bit sizes).
-//     ≥ 1024 literals: four streams with a 6-byte jump table, Size_Format 10
-//     (14-bit sizes) when both sizes fit in 14 bits, else 11 (18-bit sizes).
-//     Streams 1-3 hold (n+3)/4 literals each, stream 4 the rest.
+//   - Matches are found per 1 KiB segment of the block, each on its own
+//     (match.go says how), so the GPU parses every segment in its own
+//     thread. The sequences section codes literal lengths, offsets and
+//     match lengths with tables normalized from the block's own codes
+//     (FSE_Compressed_Mode, zstd's table-log rule), or RLE_Mode for a
+//     stream with a single code (seq.go). The matches are kept only when
+//     that section is no larger than the bytes they cover; otherwise the
+//     whole block is literals and the section is the byte 0x00.
+//   - The literals section is RLE when the literals are one distinct byte,
+//     Huffman-coded when they are at least MinHuffLiterals (64) bytes and
+//     the coded section is smaller than the raw one, Raw otherwise.
+//   - Huffman: fewer than 1024 literals use one stream, Size_Format 00
+//     (10-bit sizes); ≥ 1024 literals four streams with a 6-byte jump
+//     table, Size_Format 10 (14-bit sizes) when both sizes fit in 14 bits,
+//     else 11 (18-bit sizes). Streams 1-3 hold (n+3)/4 literals each,
+//     stream 4 the rest.
 //   - A Compressed block is kept only when its whole content size is below
 //     n - minGain(n), minGain(n) = n>>6 + 2: zstd's ZSTD_minGain for the
-//     non-ultra strategies. Otherwise the block is Raw.
+//     non-ultra strategies. Otherwise the block is Raw. Blocks under 64
+//     bytes are always Raw.
 //   - Huffman code lengths are optimal under an 11-bit limit (package-merge,
 //     ties broken by symbol value), so the code is always complete. The
 //     description uses Max_Number_of_Bits = the longest length actually used.
@@ -32,7 +41,7 @@
 //     (at least two weights, two distinct weight values) with accuracy log 5
 //     or 6, whichever is smaller (5 on a tie); direct 4-bit weights are used
 //     instead when they are strictly smaller or FSE is impossible, and need
-//     Max_Symbol ≤ 128. When neither can be made, the block is Raw.
+//     Max_Symbol ≤ 128. When neither can be made, the literals are Raw.
 package zstdlit
 
 import (
@@ -137,7 +146,12 @@ var encoders = sync.Pool{New: func() any { return new(encoder) }}
 type encoder struct {
 	hist [4][256]uint32
 	h    huffEnc
+	p    parser
+	sw   seqWriter
 	buf  []byte
+	// seqBuf holds the block's sequences section.
+	seqBuf []byte
+	noSeqs [1]byte // Number_of_Sequences 0
 }
 
 func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
@@ -148,18 +162,36 @@ func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
 		return append(dst, blk[0])
 	}
 	if n >= MinHuffLiterals {
-		e.buf = e.buf[:0]
-		if body, ok := e.h.appendLiterals(e.buf, blk, hist); ok {
-			body = append(body, 0) // Number_of_Sequences = 0
-			e.buf = body
-			if len(body) < n-minGain(n) {
-				dst = appendBlockHeader(dst, last, blockCompressed, len(body))
-				return append(dst, body...)
-			}
+		lits, seqs := e.matches(blk)
+		if len(seqs) > 0 {
+			hist = histogram(&e.hist, lits)
+		}
+		body := e.h.appendLiteralsSection(e.buf[:0], lits, hist)
+		body = append(body, seqs...)
+		e.buf = body
+		if len(body) < n-minGain(n) {
+			dst = appendBlockHeader(dst, last, blockCompressed, len(body))
+			return append(dst, body...)
 		}
 	}
 	dst = appendBlockHeader(dst, last, blockRaw, n)
 	return append(dst, blk...)
+}
+
+// matches parses blk and returns its literals and its sequences section.
+// The matches are kept only when their section is no larger than the bytes
+// they cover (so it fits, on the GPU, in the room the literals leave in
+// the block); otherwise the whole block is literals and the section is the
+// single byte 0x00 (no sequences).
+func (e *encoder) matches(blk []byte) (lits, section []byte) {
+	e.p.parseBlock(blk)
+	if len(e.p.seqs) > 0 {
+		e.seqBuf = e.sw.appendSequences(e.seqBuf[:0], e.p.seqs)
+		if len(e.seqBuf) <= len(blk)-len(e.p.lits) {
+			return e.p.lits, e.seqBuf
+		}
+	}
+	return blk, e.noSeqs[:]
 }
 
 // histogram counts the bytes of b in four interleaved tables, which keeps

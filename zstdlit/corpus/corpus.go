@@ -75,7 +75,51 @@ func Cases() []Case {
 		{"12-bit uniform camera data", Uniform12(200000, 12)},
 		{"12-bit dim sparse camera data", Dim12(200000, 13)},
 		{"12-bit bright shot-noise camera data", Bright12(200000, 14)},
+		// Matches: each case below reaches a part of the sequences coder.
+		{"a two-byte pattern over two blocks (one long match per segment)", bytes.Repeat([]byte{0x64, 0}, BlockSize)},
+		{"a 10-byte period (every sequence alike: RLE code modes)", bytes.Repeat(Uniform(10, 0, 255, 30), 20000)},
+		{"a 7-byte period with sparse noise (repeat offsets)", Noisy(bytes.Repeat(Uniform(7, 0, 255, 31), 30000), 97, 32)},
+		{"noise with a few repeated words (matches that do not pay)", RepeatedWords(BlockSize, 40, 33)},
+		{"pattern runs between noise (literal lengths across segments)", Runs(10, 3000, 1500, 34)},
+		{"12-bit dim sparse camera data over several blocks", Dim12(300000, 35)},
 	}
+}
+
+// Noisy replaces one byte in every (about) 1/every of b with a random one.
+func Noisy(b []byte, every int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 7))
+	out := bytes.Clone(b)
+	for i := range out {
+		if r.IntN(every) == 0 {
+			out[i] = byte(r.IntN(256))
+		}
+	}
+	return out
+}
+
+// RepeatedWords is n random bytes into which count earlier 5- to 7-byte
+// words are copied: matches too few to pay for their tables.
+func RepeatedWords(n, count int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 8))
+	b := Uniform(n, 0, 255, seed)
+	for range count {
+		at := 100 + r.IntN(n-200)
+		l := 5 + r.IntN(3)
+		copy(b[at:at+l], b[at-1-r.IntN(90):])
+	}
+	return b
+}
+
+// Runs alternates noise bytes of noise random bytes with run bytes of a
+// two-byte pattern, k times: segments without matches between segments
+// with them.
+func Runs(k, noise, run int, seed uint64) []byte {
+	var b []byte
+	for i := range k {
+		b = append(b, Uniform(noise, 0, 255, seed+uint64(i))...)
+		b = append(b, bytes.Repeat([]byte{byte(i), 0x5A}, run/2)...)
+	}
+	return b
 }
 
 // RatioSetBytes is the size of each of RatioSets' sets.

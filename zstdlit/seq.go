@@ -1,0 +1,250 @@
+package zstdlit
+
+// The sequences section (RFC 8878 §3.1.1.3.2), always coded with the three
+// predefined FSE distributions: no table description is ever written, so a
+// block's sequence cost depends only on its own sequences and the GPU can
+// code every block with the same three constant tables.
+
+// sequence is one zstd sequence: litLen literals, then a match of matchLen
+// bytes whose Offset_Value (RFC 8878 §3.1.1.5: 1-3 repeat codes, else the
+// distance + 3) is offVal.
+type sequence struct {
+	litLen, matchLen, offVal uint32
+}
+
+// Predefined distributions (RFC 8878 §3.1.1.3.2.2); -1 is "less than 1".
+var (
+	llDefault = [36]int16{4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1, -1, -1, -1, -1}
+	mlDefault = [53]int16{1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1}
+	ofDefault = [29]int16{1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1}
+)
+
+const (
+	llLog = 6
+	mlLog = 6
+	ofLog = 5
+)
+
+// Code baselines and extra-bit counts (RFC 8878 §3.1.1.3.2.1.1).
+var (
+	llBase = [36]uint32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 28, 32, 40, 48, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}
+	llBits = [36]uint8{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	mlBase = [53]uint32{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 37, 39, 41, 43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027, 2051, 4099, 8195, 16387, 32771, 65539}
+	mlBits = [53]uint8{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+)
+
+// llCode and mlCode find the largest code whose baseline is ≤ v.
+func llCode(v uint32) int {
+	c := len(llBase) - 1
+	for llBase[c] > v {
+		c--
+	}
+	return c
+}
+
+func mlCode(matchLen uint32) int {
+	c := len(mlBase) - 1
+	for mlBase[c] > matchLen {
+		c--
+	}
+	return c
+}
+
+// fseTable is an FSE encoding table for one predefined distribution.
+type fseTable struct {
+	log   uint
+	state []uint16 // next state by (state >> nbBits) + deltaFindState
+	sym   []fseSym
+}
+
+// newFSETable builds the encoding table the decoder's table for norm
+// implies: "less than 1" symbols take the last cells, the rest are spread
+// with step 5/8·size + 3, skipping those cells.
+func newFSETable(norm []int16, log uint) *fseTable {
+	size := 1 << log
+	spread := make([]byte, size)
+	high := size - 1
+	cumul := make([]int, len(norm)+1)
+	for s, n := range norm {
+		if n == -1 {
+			cumul[s+1] = cumul[s] + 1
+			spread[high] = byte(s)
+			high--
+		} else {
+			cumul[s+1] = cumul[s] + int(n)
+		}
+	}
+	pos, step, mask := 0, size>>1+size>>3+3, size-1
+	for s, n := range norm {
+		for i := 0; i < int(n); i++ {
+			spread[pos] = byte(s)
+			pos = (pos + step) & mask
+			for pos > high {
+				pos = (pos + step) & mask
+			}
+		}
+	}
+	t := &fseTable{log: log, state: make([]uint16, size), sym: make([]fseSym, len(norm))}
+	next := append([]int(nil), cumul...)
+	for u := 0; u < size; u++ {
+		s := spread[u]
+		t.state[next[s]] = uint16(size + u)
+		next[s]++
+	}
+	for s, n := range norm {
+		c := int(n)
+		if c == -1 {
+			c = 1
+		}
+		maxBitsOut := uint32(log)
+		if c > 1 {
+			maxBitsOut = uint32(log) - uint32(highBit(uint32(c-1)))
+		}
+		t.sym[s] = fseSym{deltaNbBits: maxBitsOut<<16 - uint32(c)<<maxBitsOut, deltaFindState: int32(cumul[s] - c)}
+	}
+	return t
+}
+
+func (t *fseTable) init(s int) uint32 {
+	d := t.sym[s]
+	nbOut := (d.deltaNbBits + 1<<15) >> 16
+	v := nbOut<<16 - d.deltaNbBits
+	return uint32(t.state[int32(v>>nbOut)+d.deltaFindState])
+}
+
+func (t *fseTable) encode(w *bitWriter, st *uint32, s int) {
+	d := t.sym[s]
+	nbOut := (*st + d.deltaNbBits) >> 16
+	w.add(uint64(*st), uint(nbOut))
+	*st = uint32(t.state[int32(*st>>nbOut)+d.deltaFindState])
+}
+
+// seqCoder codes one of the three sequence code streams in one block: with
+// a table normalized from the block's own histogram (FSE_Compressed_Mode),
+// or, when a single code occurs, RLE_Mode (no state bits at all).
+type seqCoder struct {
+	count []uint32
+	norm  []int16
+	n     []int
+	rle   bool
+	t     *fseTable
+	st    uint32
+}
+
+// plan picks the mode and table log for codes and appends the table
+// description. maxLog is 9 for literal and match lengths, 8 for offsets.
+func (c *seqCoder) plan(dst []byte, codes []uint8, alphabet, maxLog int) (out []byte, mode byte) {
+	c.count = append(c.count[:0], make([]uint32, alphabet)...)
+	maxSym := 0
+	for _, x := range codes {
+		c.count[x]++
+		maxSym = max(maxSym, int(x))
+	}
+	if int(c.count[codes[0]]) == len(codes) {
+		c.rle = true
+		return append(dst, codes[0]), 1
+	}
+	c.rle = false
+	log := tableLog(len(codes), maxSym, maxLog)
+	c.n = append(c.n[:0], make([]int, alphabet)...)
+	normalize(c.count, maxSym, log, c.n)
+	c.norm = c.norm[:0]
+	for _, v := range c.n[:maxSym+1] {
+		c.norm = append(c.norm, int16(v))
+	}
+	c.t = newFSETable(c.norm, uint(log))
+	return appendNCount(dst, c.n, maxSym, log), 2
+}
+
+// tableLog is zstd's FSE_optimalTableLog: two bits under the source's size
+// in bits, at least enough for the alphabet, within [5, maxLog].
+func tableLog(n, maxSym, maxLog int) int {
+	log := maxLog
+	if b := highBit(uint32(n-1)) - 2; b < log {
+		log = b
+	}
+	if b := min(highBit(uint32(n))+1, highBit(uint32(maxSym))+2); b > log {
+		log = b
+	}
+	return max(5, min(log, maxLog))
+}
+
+func (c *seqCoder) init(s uint8) {
+	if !c.rle {
+		c.st = c.t.init(int(s))
+	}
+}
+
+func (c *seqCoder) encode(w *bitWriter, s uint8) {
+	if !c.rle {
+		c.t.encode(w, &c.st, int(s))
+	}
+}
+
+func (c *seqCoder) flush(w *bitWriter) {
+	if !c.rle {
+		w.add(uint64(c.st), c.t.log)
+	}
+}
+
+// seqWriter holds reusable scratch space for appendSequences.
+type seqWriter struct {
+	ll, ml, of    []uint8
+	cll, cml, cof seqCoder
+}
+
+// appendSequences appends a sequences section: the count, the modes byte,
+// the three table descriptions (LL, OF, ML) and one backward bitstream,
+// coded last sequence first.
+func (sw *seqWriter) appendSequences(dst []byte, seqs []sequence) []byte {
+	n := len(seqs)
+	switch {
+	case n < 128:
+		dst = append(dst, byte(n))
+	case n < 0x7F00:
+		dst = append(dst, byte(n>>8)+0x80, byte(n))
+	default:
+		dst = append(dst, 0xFF, byte(n-0x7F00), byte((n-0x7F00)>>8))
+	}
+	if n == 0 {
+		return dst
+	}
+	sw.ll, sw.ml, sw.of = sw.ll[:0], sw.ml[:0], sw.of[:0]
+	for _, q := range seqs {
+		sw.ll = append(sw.ll, uint8(llCode(q.litLen)))
+		sw.ml = append(sw.ml, uint8(mlCode(q.matchLen)))
+		sw.of = append(sw.of, uint8(highBit(q.offVal)))
+	}
+	modes := len(dst)
+	dst = append(dst, 0)
+	var mll, mof, mml byte
+	dst, mll = sw.cll.plan(dst, sw.ll, len(llBase), 9)
+	dst, mof = sw.cof.plan(dst, sw.of, 32, 8)
+	dst, mml = sw.cml.plan(dst, sw.ml, len(mlBase), 9)
+	dst[modes] = mll<<6 | mof<<4 | mml<<2
+
+	w := bitWriter{out: dst}
+	i := n - 1
+	sw.cml.init(sw.ml[i])
+	sw.cof.init(sw.of[i])
+	sw.cll.init(sw.ll[i])
+	addExtras(&w, seqs[i], int(sw.ll[i]), int(sw.ml[i]), int(sw.of[i]))
+	for i--; i >= 0; i-- {
+		sw.cof.encode(&w, sw.of[i])
+		sw.cml.encode(&w, sw.ml[i])
+		sw.cll.encode(&w, sw.ll[i])
+		addExtras(&w, seqs[i], int(sw.ll[i]), int(sw.ml[i]), int(sw.of[i]))
+	}
+	sw.cml.flush(&w)
+	sw.cof.flush(&w)
+	sw.cll.flush(&w)
+	return w.close()
+}
+
+// addExtras writes a sequence's extra bits in the order the decoder reads
+// them backwards: offset, match length, literal length.
+func addExtras(w *bitWriter, q sequence, ll, ml, of int) {
+	w.add(uint64(q.litLen-llBase[ll]), uint(llBits[ll]))
+	w.add(uint64(q.matchLen-mlBase[ml]), uint(mlBits[ml]))
+	w.add(uint64(q.offVal), uint(of))
+}
