@@ -101,6 +101,7 @@ type Device struct {
 type functions struct {
 	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
 	keys, scan                   cu.Function
+	litParse, litSeq, litCompact cu.Function
 	litPlan, litFrame, litEncode cu.Function
 	litChecksum                  cu.Function
 	reduce                       [layout.Kinds][layout.Methods]cu.Function
@@ -176,6 +177,9 @@ func (d *Device) setup(ordinal int) error {
 	}
 	d.fn.keys = get("zs_chunk_keys")
 	d.fn.scan = get("zs_exclusive_scan")
+	d.fn.litParse = get("zl_parse")
+	d.fn.litSeq = get("zl_seq")
+	d.fn.litCompact = get("zl_compact")
 	d.fn.litPlan = get("zl_plan")
 	d.fn.litFrame = get("zl_frame")
 	d.fn.litEncode = get("zl_encode")

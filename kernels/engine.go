@@ -294,9 +294,8 @@ func (e *Engine) allocate() error {
 	}
 	need += layoutBytes + 4*flagChunks + 8*flagChunks + 8*sizeKeys
 	// Level chunks are never larger than level 0's (same shape, clamped).
-	litBlocksNeeded := flagChunks * litBlocks(e.chunk)
 	if e.gpuZstd {
-		need += litBlocksNeeded * (litBlockBytes + litTableBytes)
+		need += litScratchBytes(e.chunk, flagChunks)
 	}
 	if free, _, err := cu.MemInfo(); err == nil && need > free {
 		return fmt.Errorf("the engine needs %s of GPU memory, %s is free: lower dimensions[0].chunk",
@@ -351,7 +350,7 @@ func (e *Engine) allocate() error {
 	}
 	var err error
 	if e.gpuZstd {
-		if e.lit, err = allocLit(litBlocksNeeded, e.litOpt); err != nil {
+		if e.lit, err = allocLit(e.chunk, flagChunks, e.litOpt); err != nil {
 			return err
 		}
 	}

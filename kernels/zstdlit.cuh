@@ -49,13 +49,19 @@ struct Block {
 	uint32_t type;      // kRaw, kRLE, kCompressed, kSkip (chunk absent)
 	uint32_t content;   // bytes after the 3-byte block header
 	uint32_t hdr_len;   // bytes of hdr used (compressed blocks)
-	uint32_t streams;   // 1 or 4
+	uint32_t streams;   // Huffman streams: 1 or 4
 	uint32_t stream[4]; // each stream's bytes
 	uint32_t out_off;   // the block header's offset within the frame
+	uint32_t lit_n;     // literals: the block's bytes when nseq is 0
+	uint32_t nseq;      // sequences kept (0: the section is the byte 0x00)
+	uint32_t seq_len;   // the sequences section's bytes (zl_seq wrote them after the literals)
+	uint32_t lit_mode;  // kLitHuff, kLitRaw or kLitRLE
 	uint32_t pad[3];
 	uint8_t hdr[144]; // literals header, tree description, jump table; or the RLE byte
 };
-static_assert(sizeof(Block) == 192, "Block layout is mirrored in Go");
+static_assert(sizeof(Block) == 208, "Block layout is mirrored in Go");
+
+enum : uint32_t { kLitHuff = 0, kLitRaw = 1, kLitRLE = 2 };
 
 // ---------------------------------------------------------------------------
 // Frame header (zstdlit.appendFrameHeader).
@@ -108,19 +114,57 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 }
 
 #include "zstdlit_plan.cuh"
+#include "zstdlit_seq.cuh"
 #include "zstdlit_encode.cuh"
 
 } // namespace zl
 
+// zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment.
+extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
+    zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+             uint32_t *seq_buf, uint32_t *seg_meta)
+{
+	__shared__ zl::ParseShared S;
+	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
+		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3), S);
+		__syncwarp();
+	}
+}
+
+// zl_seq: one warp per block; the sequences section.
+extern "C" __global__ void __launch_bounds__(32)
+    zl_seq(uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill, const uint32_t *seq_buf,
+           const uint32_t *seg_meta, uint8_t *lit, zl::Block *blocks)
+{
+	__shared__ zl::SeqShared S;
+	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
+		zl::seq_block(chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, lit, blocks, bi, S);
+		__syncwarp();
+	}
+}
+
+// zl_compact: one CTA per block, one thread per segment; packs the
+// literals of the blocks that keep their matches.
+extern "C" __global__ void __launch_bounds__(zl::kSegsPerBlock)
+    zl_compact(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *seq_buf,
+               const uint32_t *seg_meta, uint8_t *lit, const zl::Block *blocks)
+{
+	__shared__ uint32_t scan[zl::kSegsPerBlock / 32];
+	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
+		zl::compact_block(src, chunk_bytes, (uint32_t)bpc, seq_buf, seg_meta, lit, blocks, bi, scan);
+		__syncthreads();
+	}
+}
+
 // zl_plan: one CTA per block of every chunk (chunk-major). nonfill, when
 // given, marks the chunks to encode; the others are planned as absent.
 extern "C" __global__ void __launch_bounds__(zl::kThreads)
-    zl_plan(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-            zl::Block *blocks, uint32_t *tables)
+    zl_plan(const uint8_t *src, const uint8_t *lit, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
+            const uint32_t *nonfill, zl::Block *blocks, uint32_t *tables)
 {
 	__shared__ zl::PlanShared S;
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
-		zl::plan_block(src, chunk_bytes, (uint32_t)bpc, nonfill, blocks, tables, bi, S);
+		zl::plan_block(src, lit, chunk_bytes, (uint32_t)bpc, nonfill, blocks, tables, bi, S);
 		__syncthreads();
 	}
 }
@@ -150,13 +194,14 @@ extern "C" __global__ void zl_frame(uint64_t chunk_bytes, uint64_t bpc, uint64_t
 // zl_encode: four CTAs per block, CTA q writing stream q (the headers and
 // Raw/RLE blocks are shared out among them).
 extern "C" __global__ void __launch_bounds__(zl::kThreads)
-    zl_encode(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const zl::Block *blocks,
+    zl_encode(const uint8_t *src, const uint8_t *lit, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
+              const zl::Block *blocks,
               const uint32_t *tables, const uint64_t *key_of, const uint64_t *offsets, uint8_t *out, uint32_t *err,
               uint64_t checksum)
 {
 	__shared__ zl::EncodeShared S;
 	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
-		zl::encode_block(src, chunk_bytes, (uint32_t)bpc, blocks, tables, key_of, offsets, out, err, x >> 2,
+		zl::encode_block(src, lit, chunk_bytes, (uint32_t)bpc, blocks, tables, key_of, offsets, out, err, x >> 2,
 		                 (uint32_t)(x & 3), checksum != 0, S);
 		__syncthreads();
 	}

@@ -12,17 +12,24 @@ import (
 	"github.com/zspool/zspool/zstdlit"
 )
 
-// The GPU literals-only zstd encoder (zstdlit.cuh): the same frames, byte
-// for byte, as package zstdlit writes on the CPU.
+// The GPU zstd encoder (zstdlit.cuh): the same frames, byte for byte, as
+// package zstdlit writes on the CPU.
 
 const (
-	litBlockBytes = 192 // sizeof(zl::Block)
-	litTableBytes = 256 * 4
-	litThreads    = 256
+	litBlockBytes = 208 // sizeof(zl::Block)
+	// litSlotBytes is a segment's room for packed sequences (kSlotSeqs).
+	litSlotBytes    = (zstdlit.SegmentSize - 1) / 5 * 4
+	litParseThreads = 32 // zl_parse's CTA: a quarter of a block's segments
+	litSegThreads   = zstdlit.MaxBlockSize / zstdlit.SegmentSize
+	litTableBytes   = 256 * 4
+	litThreads      = 256
 	// litMaxChunk bounds a chunk the encoder takes: block offsets within
 	// a frame are 32-bit.
 	litMaxChunk = 1 << 31
 )
+
+// litSegs is the number of segment slots of a chunk of n bytes.
+func litSegs(n int64) int64 { return max(1, (n+zstdlit.SegmentSize-1)/zstdlit.SegmentSize) }
 
 // litBlocks is the number of zstd blocks of a chunk of n bytes (an empty
 // chunk still has one).
@@ -39,20 +46,44 @@ func LitFrameBound(n int64, opt zstdlit.Options) int64 {
 }
 
 // litScratch is the device memory the encoder plans in: a record and a
-// code table per block, and an error word; and the frames' options.
+// code table per block; every segment's packed sequences and summary
+// word; the packed literals and sequences sections, laid out as the
+// chunks are; an error word; and the frames' options.
 type litScratch struct {
-	blocks, tables, err cu.DevicePtr
-	capBlocks           int64
-	opt                 zstdlit.Options
+	blocks, tables, err     cu.DevicePtr
+	seqs, meta, lit         cu.DevicePtr
+	capBlocks, capSegs, cap int64
+	opt                     zstdlit.Options
+	// marks, when set (benchmarks), are recorded after the parse, the
+	// sequences and the packing of literals.
+	marks []cu.Event
 }
 
-// allocLit takes scratch for up to nBlocks blocks. On the device goroutine.
-func allocLit(nBlocks int64, opt zstdlit.Options) (*litScratch, error) {
-	s := &litScratch{capBlocks: nBlocks, opt: opt}
+func (lit *litScratch) mark(s cu.Stream, i int) error {
+	if lit.marks == nil {
+		return nil
+	}
+	return lit.marks[i].Record(s)
+}
+
+// litScratchBytes is the device memory allocLit takes for nChunks chunks
+// of up to chunkBytes.
+func litScratchBytes(chunkBytes, nChunks int64) int64 {
+	return nChunks * (litBlocks(chunkBytes)*(litBlockBytes+litTableBytes) + litSegs(chunkBytes)*(litSlotBytes+4) + chunkBytes)
+}
+
+// allocLit takes scratch for up to nChunks chunks of up to chunkBytes. On
+// the device goroutine.
+func allocLit(chunkBytes, nChunks int64, opt zstdlit.Options) (*litScratch, error) {
+	nBlocks, nSegs := litBlocks(chunkBytes)*nChunks, litSegs(chunkBytes)*nChunks
+	s := &litScratch{capBlocks: nBlocks, capSegs: nSegs, cap: chunkBytes * nChunks, opt: opt}
 	for _, a := range []struct {
 		dst *cu.DevicePtr
 		n   int64
-	}{{&s.blocks, nBlocks * litBlockBytes}, {&s.tables, nBlocks * litTableBytes}, {&s.err, 8}} {
+	}{
+		{&s.blocks, nBlocks * litBlockBytes}, {&s.tables, nBlocks * litTableBytes}, {&s.err, 8},
+		{&s.seqs, nSegs * litSlotBytes}, {&s.meta, nSegs * 4}, {&s.lit, s.cap},
+	} {
 		var err error
 		if *a.dst, err = cu.MemAlloc(max(a.n, 8)); err != nil {
 			s.free()
@@ -67,7 +98,7 @@ func allocLit(nBlocks int64, opt zstdlit.Options) (*litScratch, error) {
 }
 
 func (s *litScratch) free() {
-	for _, p := range []*cu.DevicePtr{&s.blocks, &s.tables, &s.err} {
+	for _, p := range []*cu.DevicePtr{&s.blocks, &s.tables, &s.err, &s.seqs, &s.meta, &s.lit} {
 		if *p != 0 {
 			_ = cu.MemFree(*p)
 			*p = 0
@@ -83,8 +114,9 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	nonfill, keyOf, sizes cu.DevicePtr) error {
 	bpc := litBlocks(chunkBytes)
 	nBlocks := bpc * nChunks
-	if nBlocks > lit.capBlocks {
-		return fmt.Errorf("zstd encoder: %d blocks, room for %d", nBlocks, lit.capBlocks)
+	if nBlocks > lit.capBlocks || litSegs(chunkBytes)*nChunks > lit.capSegs || chunkBytes*nChunks > lit.cap {
+		return fmt.Errorf("zstd encoder: %d chunks of %d bytes, room for %d blocks, %d segments, %d bytes",
+			nChunks, chunkBytes, lit.capBlocks, lit.capSegs, lit.cap)
 	}
 	if chunkBytes >= litMaxChunk {
 		return fmt.Errorf("zstd encoder: chunks of %d bytes, at most %d", chunkBytes, litMaxChunk-1)
@@ -93,8 +125,30 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		return nil
 	}
 	grid := int(min(nBlocks, 1<<30))
+	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
+	if err := d.fn.litParse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, 0, s,
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta)); err != nil {
+		return fmt.Errorf("launch zstd match parse: %w", err)
+	}
+	if err := lit.mark(s, 0); err != nil {
+		return err
+	}
+	if err := d.fn.litSeq.Launch(grid, 1, 1, 32, 1, 1, 0, s,
+		args(cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, lit.lit, lit.blocks)); err != nil {
+		return fmt.Errorf("launch zstd sequences: %w", err)
+	}
+	if err := lit.mark(s, 1); err != nil {
+		return err
+	}
+	if err := d.fn.litCompact.Launch(grid, 1, 1, litSegThreads, 1, 1, 0, s,
+		args(src, cb, cu.DevicePtr(bpc), nb, lit.seqs, lit.meta, lit.lit, lit.blocks)); err != nil {
+		return fmt.Errorf("launch zstd literal packing: %w", err)
+	}
+	if err := lit.mark(s, 2); err != nil {
+		return err
+	}
 	if err := d.fn.litPlan.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
-		args(src, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nBlocks), nonfill, lit.blocks, lit.tables)); err != nil {
+		args(src, lit.lit, cb, cu.DevicePtr(bpc), nb, nonfill, lit.blocks, lit.tables)); err != nil {
 		return fmt.Errorf("launch zstd plan: %w", err)
 	}
 	fg := int(min(ceilDiv(uint64(nChunks), scatterThreads), 1024))
@@ -116,7 +170,7 @@ func (d *Device) litWrite(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	grid := int(min(4*nBlocks, 1<<30))
 	if err := d.fn.litEncode.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
-		args(src, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nBlocks), lit.blocks, lit.tables,
+		args(src, lit.lit, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nBlocks), lit.blocks, lit.tables,
 			keyOf, offsets, out, lit.err, lit.checksum())); err != nil {
 		return fmt.Errorf("launch zstd encode: %w", err)
 	}

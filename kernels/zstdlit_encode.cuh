@@ -168,8 +168,8 @@ __device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, cons
 	copy_out(dst, S.stage, bytes);
 }
 
-__device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
-                             const Block *__restrict__ blocks, const uint32_t *__restrict__ tables,
+__device__ void encode_block(const uint8_t *__restrict__ src, const uint8_t *__restrict__ lit, uint64_t chunk_bytes,
+                             uint32_t bpc, const Block *__restrict__ blocks, const uint32_t *__restrict__ tables,
                              const uint64_t *__restrict__ key_of, const uint64_t *__restrict__ offsets,
                              uint8_t *__restrict__ out, uint32_t *err, uint64_t bi, uint32_t q, bool checksum,
                              EncodeShared &S)
@@ -210,14 +210,31 @@ __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_byt
 			atomicOr(err, kErrState);
 		return;
 	}
+	const uint32_t nseq = blk->nseq, L = blk->lit_n;
+	const uint8_t *lits = nseq != 0 ? lit + chunk * chunk_bytes + off : p;
 	const uint32_t hl = blk->hdr_len;
 	if (q == 0) {
 		for (uint32_t i = tid; i < hl; i += kThreads)
 			dst[3 + i] = blk->hdr[i];
-		// The sequences section: Number_of_Sequences = 0, the block's
-		// last byte.
-		if (tid == 0)
-			dst[3 + blk->content - 1] = 0;
+		// The sequences section closes the block.
+		uint8_t *sec = dst + 3 + blk->content - (nseq != 0 ? blk->seq_len : 1);
+		if (nseq == 0) {
+			if (tid == 0)
+				sec[0] = 0;
+		} else {
+			for (uint32_t i = tid; i < blk->seq_len; i += kThreads)
+				sec[i] = lits[L + i];
+		}
+	}
+	const uint32_t mode = blk->lit_mode;
+	if (mode == kLitRLE)
+		return;
+	if (mode == kLitRaw) {
+		const uint32_t qs = (L + 3) / 4;
+		const uint32_t a = min(q * qs, L), e = min((q + 1) * qs, L);
+		for (uint32_t i = a + tid; i < e; i += kThreads)
+			dst[3 + hl + i] = lits[i];
+		return;
 	}
 	const uint32_t streams = blk->streams;
 	if (q >= streams)
@@ -225,13 +242,13 @@ __device__ void encode_block(const uint8_t *__restrict__ src, uint64_t chunk_byt
 	uint32_t at = 3 + hl;
 	for (uint32_t s = 0; s < q; s++)
 		at += blk->stream[s];
-	uint32_t a = 0, e = n;
+	uint32_t a = 0, e = L;
 	if (streams == 4) {
-		const uint32_t seg = (n + 3) / 4;
-		a = min(q * seg, n);
-		e = min((q + 1) * seg, n);
+		const uint32_t seg = (L + 3) / 4;
+		a = min(q * seg, L);
+		e = min((q + 1) * seg, L);
 	}
-	encode_stream(p + a, e - a, tables + bi * 256, dst + at, blk->stream[q], err, S);
+	encode_stream(lits + a, e - a, tables + bi * 256, dst + at, blk->stream[q], err, S);
 }
 
 // ---------------------------------------------------------------------------

@@ -228,6 +228,7 @@ struct PlanShared {
 	uint32_t bits[4];
 	uint32_t wcount[kMaxWeight];
 	int maxBit, maxSym, nl, verdict;
+	uint32_t huffSize; // the Huffman literals section's bytes (verdict 1)
 	uint8_t first;
 };
 
@@ -240,7 +241,7 @@ __device__ __forceinline__ void count_bytes(uint32_t *h, uint32_t v)
 }
 
 // histogram_range counts bytes [a, b) of p into h (one warp).
-__device__ void histogram_range(const uint8_t *__restrict__ p, uint32_t a, uint32_t b, uint32_t *h, unsigned lane)
+__device__ void histogram_range(const uint8_t *p, uint32_t a, uint32_t b, uint32_t *h, unsigned lane)
 {
 	if (a >= b)
 		return;
@@ -254,7 +255,7 @@ __device__ void histogram_range(const uint8_t *__restrict__ p, uint32_t a, uint3
 	const uint32_t vecs = (b - s) / 16;
 	const uint4 *v = reinterpret_cast<const uint4 *>(p + s);
 	for (uint32_t i = lane; i < vecs; i += 32) {
-		const uint4 x = __ldg(v + i);
+		const uint4 x = v[i];
 		count_bytes(h, x.x);
 		count_bytes(h, x.y);
 		count_bytes(h, x.z);
@@ -440,9 +441,10 @@ __device__ bool tree_candidates(PlanShared &S, uint32_t l)
 	return fsePossible;
 }
 
-// write_literals_header writes the block's literals header, tree
-// description and jump table into out, and its type and sizes (verdict
-// 1), or finds the block must stay Raw (verdict 0). Thread 0 alone.
+// write_literals_header writes the Huffman literals header, tree
+// description and jump table of n literals into out, and the section's
+// size (verdict 1), or finds Huffman cannot code them (verdict 0). Thread 0
+// alone.
 __device__ void write_literals_header(PlanShared &S, uint32_t n, Block *out, bool fsePossible)
 {
 	const int nws = S.maxSym;
@@ -508,27 +510,22 @@ __device__ void write_literals_header(PlanShared &S, uint32_t n, Block *out, boo
 		S.verdict = 0;
 		return;
 	}
-	// Keep the block only when it beats Raw by zstd's minimum gain.
-	const uint32_t content = size + comp + 1;
-	if (content >= n - ((n >> 6) + 2)) {
-		S.verdict = 0;
-		return;
-	}
 	const uint32_t tail = descLen + (four ? 6 : 0);
 	if (size < hdrSize)
 		for (uint32_t i = 0; i < tail; i++)
 			h[size + i] = h[hdrSize + i];
 	put_le(h, lh, (int)size);
-	out->type = kCompressed;
-	out->content = content;
 	out->hdr_len = size + tail;
 	out->streams = four ? 4 : 1;
 	for (int s = 0; s < 4; s++)
 		out->stream[s] = streams[s];
-	S.verdict = 1;}
+	S.huffSize = size + comp;
+	S.verdict = 1;
+}
 
-// plan_huffman builds the block's Huffman code and header (verdict 1) or
-// reports that the block stays Raw (verdict 0). Called by the whole CTA.
+// plan_huffman builds the Huffman code and header of n literals (verdict
+// 1) or reports that Huffman cannot code them (verdict 0). Called by the
+// whole CTA.
 __device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *tables)
 {
 	huffman_lengths(S);
@@ -538,7 +535,60 @@ __device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *ta
 		write_literals_header(S, n, out, fsePossible);
 }
 
-__device__ void plan_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
+// raw_lit_header writes a Raw (typ 0) or RLE (typ 1) literals header for
+// n literals and returns its size (zstdlit's appendRawLitHeader).
+__device__ uint32_t raw_lit_header(uint8_t *h, uint32_t typ, uint32_t n)
+{
+	if (n < 32) {
+		h[0] = (uint8_t)(typ | n << 3);
+		return 1;
+	}
+	if (n < 4096) {
+		put_le(h, typ | 1u << 2 | n << 4, 2);
+		return 2;
+	}
+	put_le(h, typ | 3u << 2 | n << 4, 3);
+	return 3;
+}
+
+__device__ __forceinline__ uint32_t raw_lit_header_size(uint32_t n) { return n < 32 ? 1 : n < 4096 ? 2 : 3; }
+
+// choose_literals picks the block's literals section (RLE, Huffman when
+// smaller than Raw, Raw) and keeps the block Compressed when the section
+// and the sequences beat Raw by zstd's minimum gain. Thread 0 alone.
+__device__ void choose_literals(PlanShared &S, const uint8_t *lits, uint32_t L, uint32_t n, bool rleLits,
+                                Block *out)
+{
+	const uint32_t rawSize = raw_lit_header_size(L) + L;
+	uint32_t section, mode;
+	if (rleLits) {
+		section = raw_lit_header_size(L) + 1;
+		mode = kLitRLE;
+	} else if (S.verdict && S.huffSize < rawSize) {
+		section = S.huffSize;
+		mode = kLitHuff;
+	} else {
+		section = rawSize;
+		mode = kLitRaw;
+	}
+	const uint32_t content = section + (out->nseq != 0 ? out->seq_len : 1);
+	if (content >= n - ((n >> 6) + 2)) {
+		out->type = kRaw;
+		out->content = n;
+		return;
+	}
+	if (mode == kLitRLE) {
+		out->hdr_len = raw_lit_header(out->hdr, 1, L) + 1;
+		out->hdr[out->hdr_len - 1] = lits[0];
+	} else if (mode == kLitRaw) {
+		out->hdr_len = raw_lit_header(out->hdr, 0, L);
+	}
+	out->lit_mode = mode;
+	out->type = kCompressed;
+	out->content = content;
+}
+
+__device__ void plan_block(const uint8_t *__restrict__ src, const uint8_t *lit, uint64_t chunk_bytes, uint32_t bpc,
                            const uint32_t *__restrict__ nonfill, Block *__restrict__ blocks,
                            uint32_t *__restrict__ tables, uint64_t bi, PlanShared &S)
 {
@@ -554,22 +604,40 @@ __device__ void plan_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 	const uint64_t off = (uint64_t)b * kBlock;
 	const uint32_t n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
 	const uint8_t *p = src + chunk * chunk_bytes + off;
+	const uint32_t nseq = out->nseq;
+	// The literals: packed by zl_compact when the block keeps matches.
+	const uint8_t *lits = nseq != 0 ? lit + chunk * chunk_bytes + off : p;
+	const uint32_t L = nseq != 0 ? out->lit_n : n;
+	if (nseq != 0) {
+		// The RLE test is on the block's bytes, not its literals.
+		bool diff = false;
+		for (uint32_t i = tid; i < n; i += kThreads)
+			diff |= p[i] != p[0];
+		if (!__syncthreads_or(diff)) {
+			if (tid == 0) {
+				out->type = kRLE;
+				out->content = 1;
+				out->hdr[0] = p[0];
+			}
+			return;
+		}
+	}
 
 	// Histograms: warps 2s and 2s+1 count halves of stream segment s.
 	for (int i = tid; i < kWarps * 256; i += kThreads)
 		(&S.wh[0][0])[i] = 0;
-	if (tid == 0 && n > 0)
-		S.first = p[0];
+	if (tid == 0 && L > 0)
+		S.first = lits[0];
 	__syncthreads();
-	const uint32_t segLen = (n + 3) / 4;
+	const uint32_t segLen = (L + 3) / 4;
 	{
 		const uint32_t s = warp / 2;
-		const uint32_t a = min(s * segLen, n), e = min((s + 1) * segLen, n);
+		const uint32_t a = min(s * segLen, L), e = min((s + 1) * segLen, L);
 		const uint32_t mid = a + (e - a) / 2;
 		if (warp & 1)
-			histogram_range(p, mid, e, S.wh[warp], lane);
+			histogram_range(lits, mid, e, S.wh[warp], lane);
 		else
-			histogram_range(p, a, mid, S.wh[warp], lane);
+			histogram_range(lits, a, mid, S.wh[warp], lane);
 	}
 	__syncthreads();
 	uint32_t total = 0;
@@ -579,8 +647,10 @@ __device__ void plan_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 		total += h;
 	}
 	S.hist[tid] = total;
+	if (tid == 0)
+		S.verdict = 0;
 	__syncthreads();
-	if (n >= 2 && S.hist[S.first] == n) {
+	if (nseq == 0 && n >= 2 && S.hist[S.first] == n) {
 		if (tid == 0) {
 			out->type = kRLE;
 			out->content = 1;
@@ -588,16 +658,20 @@ __device__ void plan_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 		}
 		return;
 	}
-	if (n >= kMinHuff) {
-		plan_huffman(S, n, out, tables + bi * 256);
+	if (n < kMinHuff) {
+		if (tid == 0) {
+			out->type = kRaw;
+			out->content = n;
+		}
+		return;
+	}
+	const bool rleLits = L > 0 && S.hist[S.first] == L;
+	if (!rleLits && L >= kMinHuff) {
+		plan_huffman(S, L, out, tables + bi * 256);
 		__syncthreads();
-		if (S.verdict)
-			return;
 	}
-	if (tid == 0) {
-		out->type = kRaw;
-		out->content = n;
-	}
+	if (tid == 0)
+		choose_literals(S, lits, L, n, rleLits, out);
 }
 
 #endif

@@ -1,0 +1,650 @@
+// zstdlit_seq.cuh: the match parse and the sequences section (zstdlit's
+// match.go and seq.go). Included by zstdlit.cuh inside namespace zl.
+//
+// zl_parse gives every 1 KiB segment of a block its own thread, as the
+// reference parses every segment on its own; each thread writes its
+// sequences, packed, to its segment's slot and a summary word (segMeta).
+// zl_seq then takes one block per warp: the codes' histograms, the three
+// tables, and the one serial FSE bitstream, written into the block's free
+// room after where its literals will go. zl_plan packs the literals there
+// (compact_literals) before it plans the Huffman code.
+
+#ifndef ZSPOOL_ZSTDLIT_SEQ_CUH
+#define ZSPOOL_ZSTDLIT_SEQ_CUH
+
+constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
+constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
+constexpr int kHashBits = 8;
+constexpr uint32_t kMinMatch = 5;
+constexpr uint32_t kSlotSeqs = (kSeg - 1) / kMinMatch; // 204: the most a segment holds
+constexpr uint16_t kNoPos = 0xFFFF;
+constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
+
+// A packed sequence: the literal length within its segment (10 bits), the
+// match length (11) and the Offset_Value (11).
+__device__ __forceinline__ uint32_t pack_seq(uint32_t ll, uint32_t ml, uint32_t ov) { return ll | ml << 10 | ov << 21; }
+__device__ __forceinline__ uint32_t seq_ll(uint32_t q) { return q & 0x3FF; }
+__device__ __forceinline__ uint32_t seq_ml(uint32_t q) { return (q >> 10) & 0x7FF; }
+__device__ __forceinline__ uint32_t seq_ov(uint32_t q) { return q >> 21; }
+
+// segMeta: the segment's sequences (8 bits), literals (11), and literals
+// after its last match, or all of them (11).
+__device__ __forceinline__ uint32_t meta_nseq(uint32_t m) { return m & 0xFF; }
+__device__ __forceinline__ uint32_t meta_nlit(uint32_t m) { return (m >> 8) & 0x7FF; }
+__device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 0x7FF; }
+
+__device__ __forceinline__ uint32_t hash4(uint32_t v) { return (v * 2654435761u) >> (32 - kHashBits); }
+
+// segs_per_chunk is the number of segment slots a chunk has.
+__device__ __forceinline__ uint64_t segs_per_chunk(uint64_t chunk_bytes)
+{
+	return chunk_bytes == 0 ? 1 : (chunk_bytes + kSeg - 1) / kSeg;
+}
+
+// rep_code is zstdlit's repCode: the Offset_Value of off against the
+// segment's known repeat offsets, and the history as the decoder keeps it.
+__device__ __forceinline__ uint32_t rep_code(uint32_t *hist, int &known, uint32_t off, bool ll0)
+{
+	const int k = known;
+	uint32_t ov = off + 3;
+	if (!ll0 && k >= 1 && off == hist[0])
+		return 1;
+	if (k >= 2 && off == hist[1]) {
+		const uint32_t t = hist[0];
+		hist[0] = hist[1];
+		hist[1] = t;
+		return ll0 ? 1 : 2;
+	}
+	if (!ll0 && k >= 3 && off == hist[2])
+		ov = 3;
+	else if (ll0 && k >= 3 && off == hist[2])
+		ov = 2;
+	else if (ll0 && k >= 1 && off == hist[0] - 1)
+		ov = 3;
+	hist[2] = hist[1];
+	hist[1] = hist[0];
+	hist[0] = off;
+	known = k + 1 < 3 ? k + 1 : 3;
+	return ov;
+}
+
+// ParseShared holds, for each of the warp's 32 segments, its bytes and
+// its table of latest positions, both interleaved by lane: lane l's word k
+// is data[k][l], so every lane always reads its own bank, wherever in its
+// segment it is. 48 KiB: a warp's CTA fits the static limit.
+constexpr uint32_t kSegWords = kSeg / 4;
+struct ParseShared {
+	uint32_t data[kSegWords][kParseThreads];
+	uint32_t tab[(1 << kHashBits) / 2][kParseThreads]; // two 16-bit entries a word
+};
+static_assert(sizeof(ParseShared) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
+
+// SegView reads one lane's segment out of ParseShared.
+struct SegView {
+	ParseShared &S;
+	unsigned lane;
+	__device__ __forceinline__ uint32_t byte(uint32_t pos) const
+	{
+		return (S.data[pos >> 2][lane] >> ((pos & 3) * 8)) & 0xff;
+	}
+	// word is bytes pos..pos+3, little-endian; pos+4 ≤ the segment's length.
+	__device__ __forceinline__ uint32_t word(uint32_t pos) const
+	{
+		const uint32_t w0 = S.data[pos >> 2][lane];
+		if ((pos & 3) == 0)
+			return w0;
+		return __funnelshift_r(w0, S.data[(pos >> 2) + 1][lane], (pos & 3) * 8);
+	}
+	__device__ __forceinline__ uint16_t get(uint32_t h) const
+	{
+		return reinterpret_cast<const uint16_t *>(&S.tab[h >> 1][lane])[h & 1];
+	}
+	__device__ __forceinline__ void set(uint32_t h, uint32_t pos) const
+	{
+		reinterpret_cast<uint16_t *>(&S.tab[h >> 1][lane])[h & 1] = (uint16_t)pos;
+	}
+	// match_len is the length of the common prefix of c.. and i.. (c < i),
+	// capped at the segment's end n.
+	__device__ __forceinline__ uint32_t match_len(uint32_t c, uint32_t i, uint32_t n) const
+	{
+		uint32_t l = 0;
+		while (i + l + 4 <= n) {
+			const uint32_t x = word(c + l) ^ word(i + l);
+			if (x != 0)
+				return l + (uint32_t)(__ffs(x) - 1) / 8;
+			l += 4;
+		}
+		while (i + l < n && byte(c + l) == byte(i + l))
+			l++;
+		return l;
+	}
+};
+
+// load_segment copies the n bytes at p into the lane's columns of S.
+__device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseShared &S, unsigned lane)
+{
+	if (((uintptr_t)p & 15) == 0) {
+		const uint4 *v = reinterpret_cast<const uint4 *>(p);
+		for (uint32_t k = 0; k < n / 16; k++) {
+			const uint4 x = __ldg(v + k);
+			S.data[4 * k][lane] = x.x;
+			S.data[4 * k + 1][lane] = x.y;
+			S.data[4 * k + 2][lane] = x.z;
+			S.data[4 * k + 3][lane] = x.w;
+		}
+		for (uint32_t k = (n / 16) * 4; k < (n + 3) / 4; k++) {
+			uint32_t w = 0;
+			for (uint32_t b = 0; b < 4 && 4 * k + b < n; b++)
+				w |= (uint32_t)p[4 * k + b] << (8 * b);
+			S.data[k][lane] = w;
+		}
+		return;
+	}
+	for (uint32_t k = 0; k < (n + 3) / 4; k++) {
+		uint32_t w = 0;
+		for (uint32_t b = 0; b < 4 && 4 * k + b < n; b++)
+			w |= (uint32_t)p[4 * k + b] << (8 * b);
+		S.data[k][lane] = w;
+	}
+}
+
+// parse_segment is zstdlit's parseSegment for the lane's segment of n
+// bytes in S. It writes the packed sequences to slot and returns the
+// segment's summary word. (A segment's first match starts after at least
+// one literal, so its literal length is 0 only where the reference's,
+// which counts the carry too, is.)
+__device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot)
+{
+	for (int h = 0; h < (1 << kHashBits) / 2; h++)
+		V.S.tab[h][V.lane] = 0xFFFFFFFFu;
+	uint32_t hist[3] = {0, 0, 0};
+	int known = 0;
+	uint32_t nseq = 0, nlit = 0, litStart = 0;
+	uint32_t i = 0;
+	while (i + 4 <= n) {
+		const uint32_t h = hash4(V.word(i));
+		const uint32_t c = V.get(h);
+		V.set(h, i);
+		const uint32_t l = c != kNoPos ? V.match_len(c, i, n) : 0;
+		if (l < kMinMatch) {
+			i++;
+			continue;
+		}
+		const uint32_t ll = i - litStart;
+		const uint32_t ov = rep_code(hist, known, i - c, ll == 0);
+		slot[nseq++] = pack_seq(ll, l, ov);
+		nlit += ll;
+		// Insert every position inside the match, as the reference does.
+		for (uint32_t j = i + 1; j < i + l && j + 4 <= n; j++)
+			V.set(hash4(V.word(j)), j);
+		i += l;
+		litStart = i;
+	}
+	const uint32_t trail = n - litStart;
+	nlit += trail;
+	return nseq | nlit << 8 | trail << 19;
+}
+
+// ---------------------------------------------------------------------------
+// zl_seq: codes and tables.
+
+// ll_code and ml_code are zstd's code of a literal length and of a match
+// length (RFC 8878 §3.1.1.3.2.1.1 baselines).
+__device__ __forceinline__ uint32_t ll_code(uint32_t v)
+{
+	if (v < 16)
+		return v;
+	if (v < 24)
+		return 16 + (v - 16) / 2;
+	if (v < 32)
+		return 20 + (v - 24) / 4;
+	if (v < 48)
+		return 22 + (v - 32) / 8;
+	if (v < 64)
+		return 24;
+	return (uint32_t)high_bit(v) + 19;
+}
+
+__device__ __forceinline__ uint32_t ml_code(uint32_t ml)
+{
+	const uint32_t b = ml - 3;
+	if (b < 32)
+		return b;
+	if (b < 40)
+		return 32 + (b - 32) / 2;
+	if (b < 48)
+		return 36 + (b - 40) / 4;
+	if (b < 64)
+		return 38 + (b - 48) / 8;
+	if (b < 96)
+		return 40 + (b - 64) / 16;
+	if (b < 128)
+		return 42;
+	return (uint32_t)high_bit(b) + 36;
+}
+
+__constant__ uint32_t kLLBase[36] = {0,  1,  2,  3,  4,  5,  6,   7,   8,   9,   10,   11,   12,   13,   14,    15,    16,   18,
+                                     20, 22, 24, 28, 32, 40, 48, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+__constant__ uint8_t kLLBits[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  1,  1,
+                                    1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+__constant__ uint32_t kMLBase[53] = {3,  4,  5,  6,  7,  8,  9,  10, 11, 12,  13,  14,  15,  16,   17,   18,   19,   20,
+                                     21, 22, 23, 24, 25, 26, 27, 28, 29, 30,  31,  32,  33,  34,   35,   37,   39,   41,
+                                     43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027, 2051, 4099, 8195, 16387, 32771, 65539};
+__constant__ uint8_t kMLBits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                    0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+constexpr int kLLSyms = 36, kMLSyms = 53, kOFSyms = 32;
+constexpr int kMaxSeqSyms = 53;
+
+// One sequence code stream's coder: RLE (no state) or an FSE table.
+struct SeqTable {
+	uint16_t state[512];
+	uint32_t deltaNbBits[kMaxSeqSyms];
+	int32_t deltaFind[kMaxSeqSyms];
+	uint32_t log;
+	uint32_t rle;
+	uint8_t ncount[96];
+	uint32_t ncountLen;
+	uint32_t mode;
+};
+
+struct SeqShared {
+	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
+	SeqTable t[3]; // LL, OF, ML
+	uint32_t carry[kSegsPerBlock];
+	uint32_t first[kSegsPerBlock]; // each segment's first sequence index
+	uint8_t spread[3][512];
+	// One segment's sequences at a time, decoded by the warp for lane 0.
+	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
+	uint8_t llc[kSlotSeqs], mlc[kSlotSeqs], ofc[kSlotSeqs];
+	uint32_t nseq, nlit;
+};
+
+// seq_normalize is zstdlit's normalize for up to kMaxSeqSyms symbols.
+__device__ void seq_normalize(const uint32_t *count, int maxSym, int log, int *norm)
+{
+	uint64_t rem[kMaxSeqSyms];
+	uint64_t total = 0;
+	int present = 0;
+	for (int s = 0; s <= maxSym; s++) {
+		norm[s] = 0;
+		rem[s] = 0;
+		if (count[s] != 0) {
+			norm[s] = 1;
+			present++;
+			total += count[s];
+		}
+	}
+	const uint64_t rest = (uint64_t)((1 << log) - present);
+	uint64_t given = 0;
+	for (int s = 0; s <= maxSym; s++)
+		if (count[s] != 0) {
+			const uint64_t q = (uint64_t)count[s] * rest;
+			norm[s] += (int)(q / total);
+			given += q / total;
+			rem[s] = q % total;
+		}
+	for (; given < rest; given++) {
+		int b = -1;
+		for (int s = 0; s <= maxSym; s++)
+			if (count[s] != 0 && (b < 0 || rem[s] > rem[b]))
+				b = s;
+		norm[b]++;
+		rem[b] = 0;
+	}
+}
+
+// seq_table_log is zstdlit's tableLog (zstd's FSE_optimalTableLog).
+__device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
+{
+	// Called with n ≥ 2 sequences and maxSym ≥ 1 (two distinct codes).
+	int log = maxLog;
+	const int a = high_bit(n - 1) - 2;
+	if (a < log)
+		log = a;
+	const int b1 = high_bit(n) + 1, b2 = high_bit((uint32_t)maxSym) + 2;
+	const int b = b1 < b2 ? b1 : b2;
+	if (b > log)
+		log = b;
+	if (log > maxLog)
+		log = maxLog;
+	return log < 5 ? 5 : log;
+}
+
+// build_seq_table is seqCoder.plan and newFSETable: the mode, the table
+// description and the encoding table for one code stream. One thread.
+__device__ void build_seq_table(SeqTable &T, uint8_t *spread, const uint32_t *count, int alphabet, int maxLog,
+                                uint32_t nseq)
+{
+	int maxSym = 0, distinct = 0, only = 0;
+	for (int s = 0; s < alphabet; s++)
+		if (count[s] != 0) {
+			maxSym = s;
+			distinct++;
+			only = s;
+		}
+	if (distinct == 1) {
+		T.rle = 1;
+		T.mode = 1;
+		T.ncount[0] = (uint8_t)only;
+		T.ncountLen = 1;
+		return;
+	}
+	T.rle = 0;
+	T.mode = 2;
+	const int log = seq_table_log(nseq, maxSym, maxLog);
+	T.log = (uint32_t)log;
+	int norm[kMaxSeqSyms];
+	seq_normalize(count, maxSym, log, norm);
+	T.ncountLen = fse_write_ncount(norm, maxSym, log, T.ncount);
+	const int size = 1 << log;
+	int pos = 0;
+	const int step = (size >> 1) + (size >> 3) + 3, mask = size - 1;
+	for (int s = 0; s <= maxSym; s++)
+		for (int i = 0; i < norm[s]; i++) {
+			spread[pos] = (uint8_t)s;
+			pos = (pos + step) & mask;
+		}
+	int next[kMaxSeqSyms + 1];
+	int cum = 0;
+	for (int s = 0; s <= maxSym; s++) {
+		next[s] = cum;
+		cum += norm[s];
+	}
+	int cumul0[kMaxSeqSyms];
+	for (int s = 0; s <= maxSym; s++)
+		cumul0[s] = next[s];
+	for (int u = 0; u < size; u++) {
+		const int s = spread[u];
+		T.state[next[s]++] = (uint16_t)(size + u);
+	}
+	for (int s = 0; s <= maxSym; s++) {
+		const int c = norm[s];
+		if (c == 0)
+			continue;
+		uint32_t maxBitsOut = (uint32_t)log;
+		if (c > 1)
+			maxBitsOut = (uint32_t)log - (uint32_t)high_bit((uint32_t)(c - 1));
+		T.deltaNbBits[s] = (maxBitsOut << 16) - ((uint32_t)c << maxBitsOut);
+		T.deltaFind[s] = cumul0[s] - c;
+	}
+}
+
+// SeqOut is a backward bitstream writer that stops at a byte limit.
+struct SeqOut {
+	uint8_t *out;
+	uint32_t len, limit;
+	uint64_t acc;
+	uint32_t nbits;
+	bool over;
+	__device__ void add(uint64_t v, uint32_t n)
+	{
+		acc |= (v & ((1ull << n) - 1)) << nbits;
+		nbits += n;
+		if (nbits >= 32) {
+			if (len + 4 <= limit)
+				put_le(out + len, (uint32_t)acc, 4);
+			else
+				over = true;
+			len += 4;
+			acc >>= 32;
+			nbits -= 32;
+		}
+	}
+	__device__ void close()
+	{
+		add(1, 1);
+		while (nbits > 0) {
+			if (len < limit)
+				out[len] = (uint8_t)acc;
+			else
+				over = true;
+			len++;
+			acc >>= 8;
+			nbits -= nbits < 8 ? nbits : 8;
+		}
+	}
+};
+
+__device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s)
+{
+	if (T.rle)
+		return 0;
+	const uint32_t nbOut = (T.deltaNbBits[s] + (1u << 15)) >> 16;
+	const uint32_t v = (nbOut << 16) - T.deltaNbBits[s];
+	return T.state[(int32_t)(v >> nbOut) + T.deltaFind[s]];
+}
+
+__device__ __forceinline__ void seq_encode(const SeqTable &T, SeqOut &w, uint32_t &st, uint32_t s)
+{
+	if (T.rle)
+		return;
+	const uint32_t nbOut = (st + T.deltaNbBits[s]) >> 16;
+	w.add(st, nbOut);
+	st = T.state[(int32_t)(st >> nbOut) + T.deltaFind[s]];
+}
+
+__device__ __forceinline__ void seq_extras(SeqOut &w, uint32_t ll, uint32_t ml, uint32_t ov, uint32_t llc, uint32_t mlc,
+                                           uint32_t ofc)
+{
+	w.add(ll - kLLBase[llc], kLLBits[llc]);
+	w.add(ml - kMLBase[mlc], kMLBits[mlc]);
+	w.add(ov, ofc);
+}
+
+// block_geometry finds block bi's chunk, its offset in the chunk and its
+// length.
+__device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bpc, uint64_t bi, uint64_t &chunk,
+                                               uint64_t &off, uint32_t &n)
+{
+	chunk = bi / bpc;
+	off = (uint64_t)(bi % bpc) * kBlock;
+	n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
+}
+
+// parse_quarter parses quarter h of block bi: one segment per lane.
+__device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
+                              const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
+                              uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, ParseShared &S)
+{
+	uint64_t chunk, off;
+	uint32_t n;
+	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
+	if ((nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff)
+		return;
+	const unsigned lane = threadIdx.x;
+	const uint32_t t = h * kParseThreads + lane;
+	const uint32_t a = t * kSeg;
+	if (a >= n)
+		return;
+	const uint64_t g = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock + t;
+	const uint32_t len = n - a < kSeg ? n - a : kSeg;
+	load_segment(src + chunk * chunk_bytes + off + a, len, S, lane);
+	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs);
+}
+
+// put_byte appends one byte to the section, or marks it over its room.
+__device__ __forceinline__ void put_byte(SeqOut &w, uint8_t b)
+{
+	if (w.len < w.limit)
+		w.out[w.len] = b;
+	else
+		w.over = true;
+	w.len++;
+}
+
+// seq_block writes block bi's sequences section after where its literals
+// will be packed in lit (zstdlit's appendSequences), and records in the
+// block whether the matches are kept: only when the section fits in the
+// bytes they cover. One warp.
+__device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__restrict__ nonfill,
+                          const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ segMeta,
+                          uint8_t *__restrict__ lit, Block *__restrict__ blocks, uint64_t bi, SeqShared &S)
+{
+	const unsigned lane = threadIdx.x;
+	Block *out = blocks + bi;
+	uint64_t chunk, off;
+	uint32_t n;
+	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
+	const bool skip = (nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff;
+	const uint32_t nsegs = (n + kSeg - 1) / kSeg;
+	const uint64_t g0 = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock;
+	if (lane == 0) {
+		uint32_t carry = 0, idx = 0, nlit = 0;
+		for (uint32_t s = 0; !skip && s < nsegs; s++) {
+			const uint32_t m = segMeta[g0 + s];
+			const uint32_t k = meta_nseq(m);
+			S.carry[s] = carry;
+			S.first[s] = idx;
+			idx += k;
+			nlit += meta_nlit(m);
+			carry = (k != 0 ? 0 : carry) + meta_trail(m);
+		}
+		S.nseq = idx;
+		S.nlit = nlit;
+	}
+	for (int i = lane; i < kLLSyms + kMLSyms + kOFSyms; i += 32)
+		(i < kLLSyms ? S.hll[i] : i < kLLSyms + kMLSyms ? S.hml[i - kLLSyms] : S.hof[i - kLLSyms - kMLSyms]) = 0;
+	__syncwarp();
+	if (skip || S.nseq == 0) {
+		if (lane == 0) {
+			out->nseq = 0;
+			out->lit_n = n;
+			out->seq_len = 1;
+		}
+		return;
+	}
+	for (uint32_t s = 0; s < nsegs; s++) {
+		const uint32_t k = meta_nseq(segMeta[g0 + s]);
+		const uint32_t *slot = seqBuf + (g0 + s) * kSlotSeqs;
+		for (uint32_t j = lane; j < k; j += 32) {
+			const uint32_t q = slot[j];
+			atomicAdd(&S.hll[ll_code(seq_ll(q) + (j == 0 ? S.carry[s] : 0))], 1u);
+			atomicAdd(&S.hml[ml_code(seq_ml(q))], 1u);
+			atomicAdd(&S.hof[high_bit(seq_ov(q))], 1u);
+		}
+	}
+	__syncwarp();
+	const uint32_t nseq = S.nseq;
+	if (lane == 0)
+		build_seq_table(S.t[0], S.spread[0], S.hll, kLLSyms, 9, nseq);
+	else if (lane == 1)
+		build_seq_table(S.t[1], S.spread[1], S.hof, kOFSyms, 8, nseq);
+	else if (lane == 2)
+		build_seq_table(S.t[2], S.spread[2], S.hml, kMLSyms, 9, nseq);
+	__syncwarp();
+	SeqOut w{lit + chunk * chunk_bytes + off + S.nlit, 0, n - S.nlit, 0, 0, false};
+	if (lane == 0) {
+		if (nseq < 128) {
+			put_byte(w, (uint8_t)nseq);
+		} else if (nseq < 0x7F00) {
+			put_byte(w, (uint8_t)((nseq >> 8) + 0x80));
+			put_byte(w, (uint8_t)nseq);
+		} else {
+			put_byte(w, 0xFF);
+			put_byte(w, (uint8_t)(nseq - 0x7F00));
+			put_byte(w, (uint8_t)((nseq - 0x7F00) >> 8));
+		}
+		put_byte(w, (uint8_t)(S.t[0].mode << 6 | S.t[1].mode << 4 | S.t[2].mode << 2));
+		for (int x = 0; x < 3; x++)
+			for (uint32_t i = 0; i < S.t[x].ncountLen; i++)
+				put_byte(w, S.t[x].ncount[i]);
+	}
+	uint32_t sll = 0, sof = 0, sml = 0;
+	bool started = false;
+	for (int s = (int)nsegs - 1; s >= 0; s--) {
+		const uint32_t k = meta_nseq(segMeta[g0 + s]);
+		if (k == 0)
+			continue;
+		const uint32_t *slot = seqBuf + (g0 + s) * kSlotSeqs;
+		__syncwarp();
+		for (uint32_t j = lane; j < k; j += 32) {
+			const uint32_t q = slot[j];
+			const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q), ov = seq_ov(q);
+			S.ll[j] = ll;
+			S.ml[j] = ml;
+			S.ov[j] = ov;
+			S.llc[j] = (uint8_t)ll_code(ll);
+			S.mlc[j] = (uint8_t)ml_code(ml);
+			S.ofc[j] = (uint8_t)high_bit(ov);
+		}
+		__syncwarp();
+		if (lane != 0)
+			continue;
+		for (int j = (int)k - 1; j >= 0; j--) {
+			const uint32_t llc = S.llc[j], mlc = S.mlc[j], ofc = S.ofc[j];
+			if (!started) {
+				sml = seq_init(S.t[2], mlc);
+				sof = seq_init(S.t[1], ofc);
+				sll = seq_init(S.t[0], llc);
+				started = true;
+			} else {
+				seq_encode(S.t[1], w, sof, ofc);
+				seq_encode(S.t[2], w, sml, mlc);
+				seq_encode(S.t[0], w, sll, llc);
+			}
+			seq_extras(w, S.ll[j], S.ml[j], S.ov[j], llc, mlc, ofc);
+		}
+	}
+	if (lane == 0) {
+		if (!S.t[2].rle)
+			w.add(sml, S.t[2].log);
+		if (!S.t[1].rle)
+			w.add(sof, S.t[1].log);
+		if (!S.t[0].rle)
+			w.add(sll, S.t[0].log);
+		w.close();
+		const bool fits = !w.over && w.len <= w.limit;
+		out->nseq = fits ? nseq : 0;
+		out->lit_n = fits ? S.nlit : n;
+		out->seq_len = fits ? w.len : 1;
+	}
+}
+
+// compact_block packs block bi's literals (its bytes outside the kept
+// matches) at the start of its room in lit. One thread per segment.
+__device__ void compact_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
+                              const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ segMeta,
+                              uint8_t *__restrict__ lit, const Block *__restrict__ blocks, uint64_t bi, uint32_t *scan)
+{
+	const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	if (blocks[bi].nseq == 0)
+		return;
+	uint64_t chunk, off;
+	uint32_t n;
+	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
+	const uint32_t nsegs = (n + kSeg - 1) / kSeg;
+	const uint64_t g = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock + tid;
+	const uint32_t m = tid < nsegs ? segMeta[g] : 0;
+	// Exclusive scan of the segments' literal counts.
+	const uint32_t c = meta_nlit(m);
+	uint32_t x = c;
+	for (int d = 1; d < 32; d <<= 1) {
+		const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
+		if (lane >= (unsigned)d)
+			x += y;
+	}
+	if (lane == 31)
+		scan[warp] = x;
+	__syncthreads();
+	uint32_t before = x - c;
+	for (unsigned w = 0; w < warp; w++)
+		before += scan[w];
+	if (tid >= nsegs)
+		return;
+	const uint8_t *sp = src + chunk * chunk_bytes + off + (uint64_t)tid * kSeg;
+	uint8_t *d = lit + chunk * chunk_bytes + off + before;
+	const uint32_t len = n - tid * kSeg < kSeg ? n - tid * kSeg : kSeg;
+	const uint32_t *slot = seqBuf + g * kSlotSeqs;
+	uint32_t pos = 0;
+	for (uint32_t j = 0; j < meta_nseq(m); j++) {
+		const uint32_t q = slot[j];
+		for (uint32_t i = 0; i < seq_ll(q); i++)
+			*d++ = sp[pos + i];
+		pos += seq_ll(q) + seq_ml(q);
+	}
+	for (; pos < len; pos++)
+		*d++ = sp[pos];
+}
+
+#endif
