@@ -25,6 +25,8 @@ type LitBatch struct {
 	opt                          zstdlit.Options
 	stream                       cu.Stream
 	start, end                   cu.Event
+	marks                        [3]cu.Event
+	stages                       [4]time.Duration
 }
 
 // NewLitBatch takes device memory for n chunks of chunkBytes, to be
@@ -48,13 +50,13 @@ func NewLitBatch(dev *Device, chunkBytes int64, n int, opt zstdlit.Options) (*Li
 			}
 		}
 		var err error
-		if b.lit, err = allocLit(litBlocks(chunkBytes)*b.n, opt); err != nil {
+		if b.lit, err = allocLit(chunkBytes, b.n, opt); err != nil {
 			return err
 		}
 		if b.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
 			return fmt.Errorf("create stream: %w", err)
 		}
-		for _, ev := range []*cu.Event{&b.start, &b.end} {
+		for _, ev := range []*cu.Event{&b.start, &b.end, &b.marks[0], &b.marks[1], &b.marks[2]} {
 			if *ev, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
 				return fmt.Errorf("create event: %w", err)
 			}
@@ -67,6 +69,10 @@ func NewLitBatch(dev *Device, chunkBytes int64, n int, opt zstdlit.Options) (*Li
 	}
 	return b, nil
 }
+
+// Stages is the last Run's time in the match parse, the sequences, the
+// packing of literals, and the rest (plan, frame layout, scan, encode).
+func (b *LitBatch) Stages() [4]time.Duration { return b.stages }
 
 // Load copies the batch's chunks (n × chunkBytes bytes) to the GPU.
 func (b *LitBatch) Load(src []byte) error {
@@ -98,6 +104,7 @@ func (b *LitBatch) Run() (time.Duration, error) {
 		if err := b.start.Record(s); err != nil {
 			return err
 		}
+		b.lit.marks = b.marks[:]
 		if err := d.litSizes(s, b.lit, b.dSrc, b.chunk, b.n, 0, 0, b.dSizes); err != nil {
 			return err
 		}
@@ -116,6 +123,14 @@ func (b *LitBatch) Run() (time.Duration, error) {
 		var err error
 		if ms, err = b.start.Elapsed(b.end); err != nil {
 			return err
+		}
+		evs := []cu.Event{b.start, b.marks[0], b.marks[1], b.marks[2], b.end}
+		for i := range b.stages {
+			st, err := evs[i].Elapsed(evs[i+1])
+			if err != nil {
+				return err
+			}
+			b.stages[i] = time.Duration(st * float64(time.Millisecond))
 		}
 		return b.lit.check()
 	})
@@ -183,7 +198,7 @@ func (b *LitBatch) Close() error {
 		if b.lit != nil {
 			b.lit.free()
 		}
-		for _, ev := range []*cu.Event{&b.start, &b.end} {
+		for _, ev := range []*cu.Event{&b.start, &b.end, &b.marks[0], &b.marks[1], &b.marks[2]} {
 			if *ev != (cu.Event{}) {
 				errs = append(errs, cu.DestroyEvent(ev))
 			}

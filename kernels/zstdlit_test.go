@@ -252,6 +252,7 @@ func BenchmarkLitKernels(b *testing.B) {
 					b.Fatal(err)
 				}
 				var kernel time.Duration
+				var stages [4]time.Duration
 				b.SetBytes(total)
 				b.ResetTimer()
 				for range b.N {
@@ -260,6 +261,9 @@ func BenchmarkLitKernels(b *testing.B) {
 						b.Fatal(err)
 					}
 					kernel += dt
+					for i, st := range lb.Stages() {
+						stages[i] += st
+					}
 				}
 				b.StopTimer()
 				frames, err := lb.Frames()
@@ -272,6 +276,9 @@ func BenchmarkLitKernels(b *testing.B) {
 				}
 				b.ReportMetric(float64(total)*float64(b.N)/kernel.Seconds()/1e9, "kernelGB/s")
 				b.ReportMetric(float64(total)/float64(out), "ratio")
+				for i, name := range []string{"parse-ms", "seq-ms", "pack-ms", "rest-ms"} {
+					b.ReportMetric(float64(stages[i].Microseconds())/1e3/float64(b.N), name)
+				}
 			})
 		}
 	}
