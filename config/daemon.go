@@ -37,7 +37,7 @@ type Daemon struct {
 	FailedDir       string      `yaml:"failed_dir"`             // default <state_dir>/failed: bad input and its .error.json
 	Destination     Destination `yaml:"destination"`            // where datasets go
 	Engine          string      `yaml:"engine"`                 // auto (default), cpu, gpu
-	ZstdEncoder     string      `yaml:"zstd_encoder,omitempty"` // empty (default): the engine's own; klauspost or lit (zstdlit, literals only)
+	ZstdEncoder     string      `yaml:"zstd_encoder,omitempty"` // empty (default): the engine's own; klauspost or lit (zstdlit, the GPU encoder's reference)
 	ZstdChecksum    bool        `yaml:"zstd_checksum"`          // default false: append each zstd frame's XXH64 content checksum
 	ConcurrentJobs  int         `yaml:"concurrent_jobs"`        // default 1, 1…64: raw files converted at once
 	MemoryBudget    Size        `yaml:"memory_budget"`          // default 768 MiB, ≥ 64 MiB: the working set a plan may use

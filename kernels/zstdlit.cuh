@@ -1,13 +1,21 @@
-// zstdlit.cuh: the GPU literals-only zstd encoder. It writes, byte for
-// byte, what package zstdlit (the Go reference, zstdlit/zstdlit.go) writes:
-// one frame per chunk, blocks of at most 128 KiB, each the smallest of RLE,
-// Raw and a Compressed block holding only Huffman-coded literals. Read the
-// package comment there for the rules; this file follows them exactly.
+// zstdlit.cuh: the GPU zstd encoder. It writes, byte for byte, what
+// package zstdlit (the Go reference, zstdlit/zstdlit.go) writes: one frame
+// per chunk, blocks of at most 128 KiB, each the smallest of RLE, Raw and a
+// Compressed block of matches (FSE-coded sequences) and literals (Huffman,
+// RLE or raw). Read the package comment there for the rules; these files
+// follow them exactly.
 //
-// Three kernels, so that every size is known before a byte is written and
+// Six kernels, so that every size is known before a byte is written and
 // the encoder can write straight into the shard-ordered output:
 //
-//   zl_plan    one CTA per 128 KiB block: histograms of the block's four
+//   zl_parse   a warp per 32 segments of 1 KiB: each lane parses its own
+//              segment (zstdlit_seq.cuh) and writes its packed sequences.
+//   zl_seq     a warp per block: the sequences section, written after
+//              where the block's literals will be packed in the scratch
+//              copy; whether the block keeps its matches.
+//   zl_compact a thread per segment: packs the literals of the blocks that
+//              keep their matches.
+//   zl_plan    one CTA per 128 KiB block: histograms of the literals' four
 //              stream segments, RLE test, Huffman code lengths
 //              (package-merge, 11-bit limit), canonical codes, the exact
 //              size of every stream, the tree description (FSE or direct
@@ -18,7 +26,8 @@
 //              scan of stored sizes expects it.
 //   zl_encode  four CTAs per block (one per stream): headers, then the
 //              Huffman bitstream packed in shared memory and copied out at
-//              its final offset; Raw blocks are copied, RLE written.
+//              its final offset, then the sequences section; Raw blocks
+//              are copied, RLE written.
 //
 // The exclusive scan between zl_frame and zl_encode is the engine's own
 // (zs_exclusive_scan).

@@ -43,7 +43,7 @@ type Options struct {
 	// zstd: EncoderDefault, EncoderKlauspost or EncoderLit.
 	//
 	// CPU engine: default klauspost. GPU engine: default is its own GPU
-	// literals encoder, which writes exactly what EncoderLit writes;
+	// encoder, which writes exactly what EncoderLit writes;
 	// EncoderKlauspost makes the GPU engine compress on the CPU with
 	// klauspost.
 	//
@@ -71,13 +71,13 @@ type Options struct {
 // The zstd encoders Options.ZstdEncoder names.
 const (
 	// EncoderDefault is the engine's own choice: klauspost on the CPU
-	// engine, the GPU literals encoder on the GPU engine.
+	// engine, the GPU encoder on the GPU engine.
 	EncoderDefault = ""
 	// EncoderKlauspost is github.com/klauspost/compress/zstd at the
 	// manifest's level, on the CPU.
 	EncoderKlauspost = "klauspost"
-	// EncoderLit is zstdlit, the literals-only encoder, on the CPU: the
-	// byte-exact reference of the GPU encoder.
+	// EncoderLit is zstdlit on the CPU: the byte-exact reference of the
+	// GPU encoder.
 	EncoderLit = "lit"
 )
 

@@ -37,9 +37,9 @@ func (e *engineFlags) register(fs interface {
 	fs.StringVar(&e.memoryBudget, "memory-budget", "768MiB", "refuse plans whose working set exceeds this")
 	fs.StringVar(&e.partSize, "part-size", "16MiB", "S3 multipart part size (min 5MiB); a shard must fit in 10,000 parts")
 	fs.IntVar(&e.workers, "workers", 0, "compression workers (0 = one per CPU)")
-	encHelp := "zstd encoder: klauspost (matches, at the manifest's level) or lit (zstdlit: literals only, no levels); empty: the engine's default, klauspost on the CPU"
+	encHelp := "zstd encoder: klauspost (matches, at the manifest's level) or lit (zstdlit, the GPU encoder's reference: no levels); empty: the engine's default, klauspost on the CPU"
 	if gpuBuilt {
-		encHelp += " and the GPU's own literals encoder, which writes what lit writes, on the GPU"
+		encHelp += " and the GPU's own encoder, which writes what lit writes, on the GPU"
 	}
 	fs.StringVar(&e.zstdEncoder, "zstd-encoder", "", encHelp)
 	fs.BoolVar(&e.zstdChecksum, "zstd-checksum", false,

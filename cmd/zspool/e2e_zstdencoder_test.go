@@ -173,7 +173,7 @@ func countBlocks(b []byte, counts *blockCounts) {
 }
 
 // CI runs this with ZSPOOL_REQUIRE_INTEROP=1, so an independent reader
-// (zarrita.js) must open what the literals-only encoder writes: Huffman
+// (zarrita.js) must open what zstdlit writes: FSE-coded sequences, Huffman
 // literals in one and four streams, RLE and raw blocks, multi-block
 // frames, every dtype size.
 func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {

@@ -175,11 +175,11 @@ func describeZstdEncoder(name string) string {
 	switch name {
 	case pipeline.EncoderDefault:
 		if gpuBuilt {
-			return "the engine's default (klauspost on the CPU, the GPU's own literals encoder on the GPU)"
+			return "the engine's default (klauspost on the CPU, the GPU's own encoder on the GPU)"
 		}
 		return "the engine's default (klauspost)"
 	case pipeline.EncoderLit:
-		return "lit (zstdlit, literals only; compression.level is not used)"
+		return "lit (zstdlit; compression.level is not used)"
 	}
 	return name
 }
