@@ -40,18 +40,22 @@ struct BitOut {
 
 __device__ __forceinline__ int high_bit(uint32_t v) { return 31 - __clz(v); }
 
-// fse_normalize spreads 1<<log over the present weights: one each, the
-// rest in proportion to the counts by largest remainder (ties to the
-// smaller weight). zstdlit's normalize.
+// kMaxFSESymbols is the largest alphabet FSE codes here (match-length
+// codes); Huffman weights use the first kMaxWeight.
+constexpr int kMaxFSESymbols = 53;
+
+// fse_normalize spreads 1<<log over the present symbols 0..maxSym: one
+// each, the rest in proportion to the counts by largest remainder (ties to
+// the smaller symbol). zstdlit's normalize. norm holds maxSym+1 entries.
 __device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *norm)
 {
-	uint64_t rem[kMaxWeight];
+	uint64_t rem[kMaxFSESymbols];
 	uint64_t total = 0;
 	int present = 0;
-	for (int s = 0; s < kMaxWeight; s++) {
+	for (int s = 0; s <= maxSym; s++) {
 		norm[s] = 0;
 		rem[s] = 0;
-		if (s <= maxSym && count[s] != 0) {
+		if (count[s] != 0) {
 			norm[s] = 1;
 			present++;
 			total += count[s];
@@ -59,14 +63,13 @@ __device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *n
 	}
 	const uint64_t rest = (uint64_t)((1 << log) - present);
 	uint64_t given = 0;
-	for (int s = 0; s <= maxSym; s++) {
+	for (int s = 0; s <= maxSym; s++)
 		if (count[s] != 0) {
 			const uint64_t q = (uint64_t)count[s] * rest;
 			norm[s] += (int)(q / total);
 			given += q / total;
 			rem[s] = q % total;
 		}
-	}
 	for (; given < rest; given++) {
 		int b = -1;
 		for (int s = 0; s <= maxSym; s++)

@@ -234,7 +234,7 @@ __constant__ uint8_t kMLBits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                     0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 constexpr int kLLSyms = 36, kMLSyms = 53, kOFSyms = 32;
-constexpr int kMaxSeqSyms = 53;
+constexpr int kMaxSeqSyms = kMaxFSESymbols;
 
 // One sequence code stream's coder: RLE (no state) or an FSE table.
 struct SeqTable {
@@ -259,40 +259,6 @@ struct SeqShared {
 	uint8_t llc[kSlotSeqs], mlc[kSlotSeqs], ofc[kSlotSeqs];
 	uint32_t nseq, nlit;
 };
-
-// seq_normalize is zstdlit's normalize for up to kMaxSeqSyms symbols.
-__device__ void seq_normalize(const uint32_t *count, int maxSym, int log, int *norm)
-{
-	uint64_t rem[kMaxSeqSyms];
-	uint64_t total = 0;
-	int present = 0;
-	for (int s = 0; s <= maxSym; s++) {
-		norm[s] = 0;
-		rem[s] = 0;
-		if (count[s] != 0) {
-			norm[s] = 1;
-			present++;
-			total += count[s];
-		}
-	}
-	const uint64_t rest = (uint64_t)((1 << log) - present);
-	uint64_t given = 0;
-	for (int s = 0; s <= maxSym; s++)
-		if (count[s] != 0) {
-			const uint64_t q = (uint64_t)count[s] * rest;
-			norm[s] += (int)(q / total);
-			given += q / total;
-			rem[s] = q % total;
-		}
-	for (; given < rest; given++) {
-		int b = -1;
-		for (int s = 0; s <= maxSym; s++)
-			if (count[s] != 0 && (b < 0 || rem[s] > rem[b]))
-				b = s;
-		norm[b]++;
-		rem[b] = 0;
-	}
-}
 
 // seq_table_log is zstdlit's tableLog (zstd's FSE_optimalTableLog).
 __device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
@@ -335,7 +301,7 @@ __device__ void build_seq_table(SeqTable &T, uint8_t *spread, const uint32_t *co
 	const int log = seq_table_log(nseq, maxSym, maxLog);
 	T.log = (uint32_t)log;
 	int norm[kMaxSeqSyms];
-	seq_normalize(count, maxSym, log, norm);
+	fse_normalize(count, maxSym, log, norm);
 	T.ncountLen = fse_write_ncount(norm, maxSym, log, T.ncount);
 	const int size = 1 << log;
 	int pos = 0;
