@@ -1,9 +1,8 @@
 package zstdlit
 
-// The sequences section (RFC 8878 §3.1.1.3.2), always coded with the three
-// predefined FSE distributions: no table description is ever written, so a
-// block's sequence cost depends only on its own sequences and the GPU can
-// code every block with the same three constant tables.
+// The sequences section (RFC 8878 §3.1.1.3.2), coded with tables normalized
+// from each block's own codes: zstd's predefined tables cost more bits than
+// the matches save on 12-bit camera data.
 
 // sequence is one zstd sequence: litLen literals, then a match of matchLen
 // bytes whose Offset_Value (RFC 8878 §3.1.1.5: 1-3 repeat codes, else the
@@ -11,19 +10,6 @@ package zstdlit
 type sequence struct {
 	litLen, matchLen, offVal uint32
 }
-
-// Predefined distributions (RFC 8878 §3.1.1.3.2.2); -1 is "less than 1".
-var (
-	llDefault = [36]int16{4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1, -1, -1, -1, -1}
-	mlDefault = [53]int16{1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1}
-	ofDefault = [29]int16{1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1}
-)
-
-const (
-	llLog = 6
-	mlLog = 6
-	ofLog = 5
-)
 
 // Code baselines and extra-bit counts (RFC 8878 §3.1.1.3.2.1.1).
 var (
@@ -58,30 +44,20 @@ type fseTable struct {
 }
 
 // newFSETable builds the encoding table the decoder's table for norm
-// implies: "less than 1" symbols take the last cells, the rest are spread
-// with step 5/8·size + 3, skipping those cells.
-func newFSETable(norm []int16, log uint) *fseTable {
+// implies (every count ≥ 1 for a present symbol: normalize gives no "less
+// than 1" probabilities): symbols spread with step 5/8·size + 3.
+func newFSETable(norm []int, log uint) *fseTable {
 	size := 1 << log
 	spread := make([]byte, size)
-	high := size - 1
 	cumul := make([]int, len(norm)+1)
 	for s, n := range norm {
-		if n == -1 {
-			cumul[s+1] = cumul[s] + 1
-			spread[high] = byte(s)
-			high--
-		} else {
-			cumul[s+1] = cumul[s] + int(n)
-		}
+		cumul[s+1] = cumul[s] + n
 	}
 	pos, step, mask := 0, size>>1+size>>3+3, size-1
 	for s, n := range norm {
-		for i := 0; i < int(n); i++ {
+		for range n {
 			spread[pos] = byte(s)
 			pos = (pos + step) & mask
-			for pos > high {
-				pos = (pos + step) & mask
-			}
 		}
 	}
 	t := &fseTable{log: log, state: make([]uint16, size), sym: make([]fseSym, len(norm))}
@@ -91,10 +67,9 @@ func newFSETable(norm []int16, log uint) *fseTable {
 		t.state[next[s]] = uint16(size + u)
 		next[s]++
 	}
-	for s, n := range norm {
-		c := int(n)
-		if c == -1 {
-			c = 1
+	for s, c := range norm {
+		if c == 0 {
+			continue
 		}
 		maxBitsOut := uint32(log)
 		if c > 1 {
@@ -124,7 +99,6 @@ func (t *fseTable) encode(w *bitWriter, st *uint32, s int) {
 // or, when a single code occurs, RLE_Mode (no state bits at all).
 type seqCoder struct {
 	count []uint32
-	norm  []int16
 	n     []int
 	rle   bool
 	t     *fseTable
@@ -148,11 +122,7 @@ func (c *seqCoder) plan(dst []byte, codes []uint8, alphabet, maxLog int) (out []
 	log := tableLog(len(codes), maxSym, maxLog)
 	c.n = append(c.n[:0], make([]int, alphabet)...)
 	normalize(c.count, maxSym, log, c.n)
-	c.norm = c.norm[:0]
-	for _, v := range c.n[:maxSym+1] {
-		c.norm = append(c.norm, int16(v))
-	}
-	c.t = newFSETable(c.norm, uint(log))
+	c.t = newFSETable(c.n[:maxSym+1], uint(log))
 	return appendNCount(dst, c.n, maxSym, log), 2
 }
 
