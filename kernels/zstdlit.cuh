@@ -13,7 +13,7 @@
 //   zl_seq     a warp per block: the sequences section, written after
 //              where the block's literals will be packed in the scratch
 //              copy; whether the block keeps its matches.
-//   zl_compact a thread per segment: packs the literals of the blocks that
+//   zl_compact a warp per segment: packs the literals of the blocks that
 //              keep their matches.
 //   zl_plan    one CTA per 128 KiB block: histograms of the literals' four
 //              stream segments, RLE test, Huffman code lengths
@@ -146,21 +146,24 @@ extern "C" __global__ void __launch_bounds__(32)
            const uint32_t *seg_meta, uint8_t *lit, zl::Block *blocks)
 {
 	__shared__ zl::SeqShared S;
+	S.load_tables();
+	__syncwarp();
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
 		zl::seq_block(chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, lit, blocks, bi, S);
 		__syncwarp();
 	}
 }
 
-// zl_compact: one CTA per block, one thread per segment; packs the
+// zl_compact: one CTA per block, a warp per segment at a time; packs the
 // literals of the blocks that keep their matches.
 extern "C" __global__ void __launch_bounds__(zl::kSegsPerBlock)
     zl_compact(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *seq_buf,
                const uint32_t *seg_meta, uint8_t *lit, const zl::Block *blocks)
 {
-	__shared__ uint32_t scan[zl::kSegsPerBlock / 32];
+	static_assert(zl::kSegsPerBlock == 32 * zl::kCompactWarps, "zl_compact: a thread per segment");
+	__shared__ zl::CompactShared S;
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
-		zl::compact_block(src, chunk_bytes, (uint32_t)bpc, seq_buf, seg_meta, lit, blocks, bi, scan);
+		zl::compact_block(src, chunk_bytes, (uint32_t)bpc, seq_buf, seg_meta, lit, blocks, bi, S);
 		__syncthreads();
 	}
 }

@@ -19,6 +19,7 @@ constexpr uint32_t kMinMatch = 5;
 constexpr uint32_t kSlotSeqs = (kSeg - 1) / kMinMatch; // 204: the most a segment holds
 constexpr uint16_t kNoPos = 0xFFFF;
 constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
+constexpr uint32_t kBatch = 8;    // positions a lane looks up at once
 
 // A packed sequence: the literal length within its segment (10 bits), the
 // match length (11) and the Offset_Value (11).
@@ -88,12 +89,27 @@ struct SegView {
 		return (S.data[pos >> 2][lane] >> ((pos & 3) * 8)) & 0xff;
 	}
 	// word is bytes pos..pos+3, little-endian; pos+4 ≤ the segment's length.
+	// Branch-free, so that several can be in flight at once.
 	__device__ __forceinline__ uint32_t word(uint32_t pos) const
 	{
-		const uint32_t w0 = S.data[pos >> 2][lane];
-		if ((pos & 3) == 0)
-			return w0;
-		return __funnelshift_r(w0, S.data[(pos >> 2) + 1][lane], (pos & 3) * 8);
+		const uint32_t a = pos >> 2, b = a + 1 < kSegWords ? a + 1 : a;
+		return __funnelshift_r(S.data[a][lane], S.data[b][lane], (pos & 3) * 8);
+	}
+	// window sets x[k] to word(pos+k), k < kBatch. The words past the
+	// segment's end are stale but only feed positions the caller skips.
+	__device__ __forceinline__ void window(uint32_t pos, uint32_t x[kBatch]) const
+	{
+		const uint32_t a = pos >> 2, r = (pos & 3) * 8;
+		uint32_t w[kBatch / 4 + 2], sh[kBatch / 4 + 1];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch / 4 + 2; k++)
+			w[k] = S.data[a + k < kSegWords ? a + k : kSegWords - 1][lane];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch / 4 + 1; k++)
+			sh[k] = __funnelshift_r(w[k], w[k + 1], r);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			x[k] = (k & 3) == 0 ? sh[k / 4] : __funnelshift_r(sh[k / 4], sh[k / 4 + 1], 8 * (k & 3));
 	}
 	__device__ __forceinline__ uint16_t get(uint32_t h) const
 	{
@@ -108,6 +124,15 @@ struct SegView {
 	__device__ __forceinline__ uint32_t match_len(uint32_t c, uint32_t i, uint32_t n) const
 	{
 		uint32_t l = 0;
+		// Eight bytes a step: four independent loads a side in flight.
+		while (i + l + 8 <= n) {
+			const uint32_t x0 = word(c + l) ^ word(i + l), x1 = word(c + l + 4) ^ word(i + l + 4);
+			if (x0 != 0)
+				return l + (uint32_t)(__ffs(x0) - 1) / 8;
+			if (x1 != 0)
+				return l + 4 + (uint32_t)(__ffs(x1) - 1) / 8;
+			l += 8;
+		}
 		while (i + l + 4 <= n) {
 			const uint32_t x = word(c + l) ^ word(i + l);
 			if (x != 0)
@@ -125,6 +150,7 @@ __device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseSha
 {
 	if (((uintptr_t)p & 15) == 0) {
 		const uint4 *v = reinterpret_cast<const uint4 *>(p);
+#pragma unroll 8
 		for (uint32_t k = 0; k < n / 16; k++) {
 			const uint4 x = __ldg(v + k);
 			S.data[4 * k][lane] = x.x;
@@ -148,11 +174,32 @@ __device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseSha
 	}
 }
 
+// insert_range puts positions from..to-1 in the lane's table, in order,
+// a window at a time.
+__device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, uint32_t to)
+{
+	for (uint32_t j = from; j < to; j += kBatch) {
+		uint32_t x[kBatch];
+		V.window(j, x);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (j + k < to)
+				V.set(hash4(x[k]), j + k);
+	}
+}
+
 // parse_segment is zstdlit's parseSegment for the lane's segment of n
 // bytes in S. It writes the packed sequences to slot and returns the
 // segment's summary word. (A segment's first match starts after at least
 // one literal, so its literal length is 0 only where the reference's,
 // which counts the carry too, is.)
+//
+// The reference inserts every position it passes, inside matches too, so
+// when the parse stands at i the table holds exactly the positions before
+// i: a position's candidate does not depend on the parse. That lets the
+// lane look up kBatch positions' candidates at once and test them in order,
+// which turns kBatch dependent chains of shared-memory loads into one; one
+// lane per segment leaves little else to hide their latency behind.
 __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot)
 {
 	for (int h = 0; h < (1 << kHashBits) / 2; h++)
@@ -162,22 +209,64 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 	uint32_t nseq = 0, nlit = 0, litStart = 0;
 	uint32_t i = 0;
 	while (i + 4 <= n) {
-		const uint32_t h = hash4(V.word(i));
-		const uint32_t c = V.get(h);
-		V.set(h, i);
-		const uint32_t l = c != kNoPos ? V.match_len(c, i, n) : 0;
-		if (l < kMinMatch) {
-			i++;
+		const uint32_t cnt = n - 3 - i < kBatch ? n - 3 - i : kBatch; // positions here with 4 bytes left
+		uint32_t x[kBatch], h[kBatch], c[kBatch];
+		V.window(i, x);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++) {
+			h[k] = hash4(x[k]);
+			c[k] = V.get(h[k]);
+		}
+		// The batch's own earlier positions are newer than the table's.
+#pragma unroll
+		for (uint32_t k = 1; k < kBatch; k++)
+#pragma unroll
+			for (uint32_t j = 0; j < k; j++)
+				c[k] = h[j] == h[k] ? i + j : c[k];
+		// All loads before the stores: the compiler cannot tell the table
+		// from the bytes, and would order each load after the last store.
+		uint32_t w[kBatch];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			w[k] = V.word(c[k] != kNoPos ? c[k] : 0);
+		uint32_t hit = 0;
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (k < cnt && c[k] != kNoPos && w[k] == x[k])
+				hit |= 1u << k;
+		uint32_t at = 0, cand = 0, l = 0;
+		while (hit != 0) {
+			at = (uint32_t)(__ffs(hit) - 1);
+			hit &= hit - 1;
+			cand = c[0];
+#pragma unroll
+			for (uint32_t k = 1; k < kBatch; k++)
+				cand = at == k ? c[k] : cand;
+			l = V.match_len(cand + 4, i + at + 4, n) + 4;
+			if (l >= kMinMatch)
+				break;
+			l = 0;
+		}
+		// Only the positions before the match's end go in now: a short
+		// match early in the batch ends before it does, and the parse
+		// looks the rest up again from there.
+		const uint32_t stop = l == 0 ? cnt : at + l < cnt ? at + l : cnt;
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (k < stop)
+				V.set(h[k], i + k);
+		if (l == 0) {
+			i += cnt;
 			continue;
 		}
-		const uint32_t ll = i - litStart;
-		const uint32_t ov = rep_code(hist, known, i - c, ll == 0);
+		const uint32_t p = i + at;
+		const uint32_t ll = p - litStart;
+		const uint32_t ov = rep_code(hist, known, p - cand, ll == 0);
 		slot[nseq++] = pack_seq(ll, l, ov);
 		nlit += ll;
-		// Insert every position inside the match, as the reference does.
-		for (uint32_t j = i + 1; j < i + l && j + 4 <= n; j++)
-			V.set(hash4(V.word(j)), j);
-		i += l;
+		// Insert the rest of the match, as the reference does.
+		insert_range(V, i + cnt, p + l < n - 3 ? p + l : n - 3);
+		i = p + l;
 		litStart = i;
 	}
 	const uint32_t trail = n - litStart;
@@ -248,16 +337,43 @@ struct SeqTable {
 	uint32_t mode;
 };
 
+// A sequence takes at most 61 bits: states 9+8+9, extras 16 (literal
+// length, with the carry), 9 (match length ≤ 1 KiB) and 10 (offset); a
+// segment's 204 of them and a partial word fit the stage.
+constexpr uint32_t kSeqMaxBits = 61;
+constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
+
 struct SeqShared {
 	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
 	SeqTable t[3]; // LL, OF, ML
 	uint32_t carry[kSegsPerBlock];
 	uint32_t first[kSegsPerBlock]; // each segment's first sequence index
 	uint8_t spread[3][512];
-	// One segment's sequences at a time, decoded by the warp for lane 0.
+	// One segment's sequences at a time: their values and codes, then
+	// each stream's state bits (count and value) for each sequence.
 	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
-	uint8_t llc[kSlotSeqs], mlc[kSlotSeqs], ofc[kSlotSeqs];
-	uint32_t nseq, nlit;
+	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as t
+	uint8_t nb[3][kSlotSeqs];
+	uint16_t val[3][kSlotSeqs];
+	// The bitstream's words from stage0 on, built with atomicOr, the
+	// complete ones flushed after each segment.
+	uint32_t stage[kSeqStageWords];
+	uint32_t nseq, nlit, hdr;
+	// The extra-bits tables: a warp's lanes index them all differently,
+	// which constant memory would serve one address at a time.
+	uint32_t llBase[kLLSyms], mlBase[kMLSyms];
+	uint8_t llBits[kLLSyms], mlBits[kMLSyms];
+	__device__ void load_tables()
+	{
+		for (int i = threadIdx.x; i < kLLSyms; i += blockDim.x) {
+			llBase[i] = kLLBase[i];
+			llBits[i] = kLLBits[i];
+		}
+		for (int i = threadIdx.x; i < kMLSyms; i += blockDim.x) {
+			mlBase[i] = kMLBase[i];
+			mlBits[i] = kMLBits[i];
+		}
+	}
 };
 
 // seq_table_log is zstdlit's tableLog (zstd's FSE_optimalTableLog).
@@ -381,21 +497,81 @@ __device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s)
 	return T.state[(int32_t)(v >> nbOut) + T.deltaFind[s]];
 }
 
-__device__ __forceinline__ void seq_encode(const SeqTable &T, SeqOut &w, uint32_t &st, uint32_t s)
+// warp_excl_scan is the exclusive prefix sum of v over the warp, and the
+// warp's total in total.
+__device__ __forceinline__ uint32_t warp_excl_scan(uint32_t v, unsigned lane, uint32_t &total)
 {
-	if (T.rle)
-		return;
-	const uint32_t nbOut = (st + T.deltaNbBits[s]) >> 16;
-	w.add(st, nbOut);
-	st = T.state[(int32_t)(st >> nbOut) + T.deltaFind[s]];
+	uint32_t x = v;
+	for (int d = 1; d < 32; d <<= 1) {
+		const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
+		if (lane >= (unsigned)d)
+			x += y;
+	}
+	total = __shfl_sync(0xffffffffu, x, 31);
+	return x - v;
 }
 
-__device__ __forceinline__ void seq_extras(SeqOut &w, uint32_t ll, uint32_t ml, uint32_t ov, uint32_t llc, uint32_t mlc,
-                                           uint32_t ofc)
+// seq_states runs one stream's FSE state over a segment's k sequences,
+// last first, as the encoder meets them, recording for each the bits it
+// puts out (none for the block's last sequence, which sets the state).
+// st and started carry the state from the segment after this one.
+__device__ void seq_states(const SeqTable &T, const uint8_t *code, uint8_t *nb, uint16_t *val, uint32_t k,
+                           uint32_t &st, bool started)
 {
-	w.add(ll - kLLBase[llc], kLLBits[llc]);
-	w.add(ml - kMLBase[mlc], kMLBits[mlc]);
-	w.add(ov, ofc);
+	int j = (int)k - 1;
+	if (!started) {
+		st = seq_init(T, code[j]);
+		nb[j] = 0;
+		j--;
+	}
+	if (T.rle) {
+		for (; j >= 0; j--)
+			nb[j] = 0;
+		return;
+	}
+	if (j < 0)
+		return;
+	// The next symbol's transform is loaded while the state's load is in
+	// flight, and before the stores, which the compiler cannot move loads
+	// across: the chain is then one shared load a sequence.
+	uint32_t s = code[j];
+	uint32_t dnb = T.deltaNbBits[s];
+	int32_t dfind = T.deltaFind[s];
+	for (; j >= 0; j--) {
+		const uint32_t nbOut = (st + dnb) >> 16;
+		const uint32_t next = T.state[(int32_t)(st >> nbOut) + dfind];
+		s = code[j > 0 ? j - 1 : 0];
+		const uint32_t dnb1 = T.deltaNbBits[s];
+		const int32_t dfind1 = T.deltaFind[s];
+		nb[j] = (uint8_t)nbOut;
+		val[j] = (uint16_t)(st & ((1u << nbOut) - 1));
+		st = next;
+		dnb = dnb1;
+		dfind = dfind1;
+	}
+}
+
+// seq_bits is sequence j's bits in stream order (the OF, ML and LL states,
+// then the LL, ML and OF extra bits), and their count in n.
+__device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, uint32_t &n)
+{
+	const uint32_t llc = S.code[0][j], ofc = S.code[1][j], mlc = S.code[2][j];
+	const uint32_t nll = S.nb[0][j], nof = S.nb[1][j], nml = S.nb[2][j];
+	uint64_t v = nof != 0 ? S.val[1][j] : 0;
+	uint32_t at = nof;
+	if (nml != 0)
+		v |= (uint64_t)S.val[2][j] << at;
+	at += nml;
+	if (nll != 0)
+		v |= (uint64_t)S.val[0][j] << at;
+	at += nll;
+	v |= (uint64_t)(S.ll[j] - S.llBase[llc]) << at;
+	at += S.llBits[llc];
+	v |= (uint64_t)(S.ml[j] - S.mlBase[mlc]) << at;
+	at += S.mlBits[mlc];
+	v |= (uint64_t)(S.ov[j] & ((1u << ofc) - 1)) << at;
+	n = at + ofc;
+	return v;
 }
 
 // block_geometry finds block bi's chunk, its offset in the chunk and its
@@ -516,8 +692,16 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			for (uint32_t i = 0; i < S.t[x].ncountLen; i++)
 				put_byte(w, S.t[x].ncount[i]);
 	}
-	uint32_t sll = 0, sof = 0, sml = 0;
+	if (lane == 0)
+		S.hdr = w.len;
+	for (uint32_t i = lane; i < kSeqStageWords; i += 32)
+		S.stage[i] = 0;
+	// The three FSE states run serially, each on its own lane (x: LL, OF,
+	// ML); the bits are then placed in parallel: a warp scan over the
+	// sequences' bit counts gives each one its place in the stream.
+	uint32_t st = 0, bits = 0, stage0 = 0;
 	bool started = false;
+	const SeqTable &T = S.t[lane < 3 ? lane : 0];
 	for (int s = (int)nsegs - 1; s >= 0; s--) {
 		const uint32_t k = meta_nseq(segMeta[g0 + s]);
 		if (k == 0)
@@ -530,35 +714,70 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			S.ll[j] = ll;
 			S.ml[j] = ml;
 			S.ov[j] = ov;
-			S.llc[j] = (uint8_t)ll_code(ll);
-			S.mlc[j] = (uint8_t)ml_code(ml);
-			S.ofc[j] = (uint8_t)high_bit(ov);
+			S.code[0][j] = (uint8_t)ll_code(ll);
+			S.code[1][j] = (uint8_t)high_bit(ov);
+			S.code[2][j] = (uint8_t)ml_code(ml);
 		}
 		__syncwarp();
-		if (lane != 0)
-			continue;
-		for (int j = (int)k - 1; j >= 0; j--) {
-			const uint32_t llc = S.llc[j], mlc = S.mlc[j], ofc = S.ofc[j];
-			if (!started) {
-				sml = seq_init(S.t[2], mlc);
-				sof = seq_init(S.t[1], ofc);
-				sll = seq_init(S.t[0], llc);
-				started = true;
-			} else {
-				seq_encode(S.t[1], w, sof, ofc);
-				seq_encode(S.t[2], w, sml, mlc);
-				seq_encode(S.t[0], w, sll, llc);
+		if (lane < 3)
+			seq_states(T, S.code[lane], S.nb[lane], S.val[lane], k, st, started);
+		started = true;
+		__syncwarp();
+		for (uint32_t e0 = 0; e0 < k; e0 += 32) {
+			const uint32_t e = e0 + lane;
+			uint64_t v = 0;
+			uint32_t nv = 0;
+			if (e < k)
+				v = seq_bits(S, k - 1 - e, nv);
+			uint32_t total;
+			const uint32_t at = bits + warp_excl_scan(nv, lane, total) - 32 * stage0;
+			if (nv != 0) {
+				const uint32_t sh = at & 31, wi = at >> 5;
+				atomicOr(&S.stage[wi], (uint32_t)(v << sh));
+				atomicOr(&S.stage[wi + 1], (uint32_t)((v << sh) >> 32));
+				if (sh != 0 && nv + sh > 64)
+					atomicOr(&S.stage[wi + 2], (uint32_t)(v >> (64 - sh)));
 			}
-			seq_extras(w, S.ll[j], S.ml[j], S.ov[j], llc, mlc, ofc);
+			bits += total;
 		}
+		__syncwarp();
+		// Flush the complete words.
+		const uint32_t full = bits / 32 - stage0;
+		uint8_t *dst = w.out + S.hdr + 4 * stage0;
+		// Bytes past the room are never written; the section then does not
+		// fit, which lane 0 finds from its final length.
+		const uint32_t used = S.hdr + 4 * stage0;
+		const uint32_t room = w.limit > used ? w.limit - used : 0;
+		for (uint32_t i = lane; i < full; i += 32) {
+			const uint32_t x = S.stage[i];
+			for (uint32_t b = 0; b < 4; b++)
+				if (4 * i + b < room)
+					dst[4 * i + b] = (uint8_t)(x >> (8 * b));
+		}
+		__syncwarp();
+		const uint32_t tail = S.stage[full];
+		__syncwarp();
+		for (uint32_t i = lane; i < kSeqStageWords; i += 32)
+			S.stage[i] = i == 0 ? tail : 0;
+		stage0 += full;
 	}
+	__syncwarp();
+	if (lane == 0) {
+		// Lane 0 writes the rest: the final states and the closing bit.
+		w.len = S.hdr + 4 * stage0;
+		w.acc = S.stage[0];
+		w.nbits = bits - 32 * stage0;
+	}
+	if (lane < 3 && !T.rle)
+		S.val[lane][0] = (uint16_t)st;
+	__syncwarp();
 	if (lane == 0) {
 		if (!S.t[2].rle)
-			w.add(sml, S.t[2].log);
+			w.add(S.val[2][0], S.t[2].log);
 		if (!S.t[1].rle)
-			w.add(sof, S.t[1].log);
+			w.add(S.val[1][0], S.t[1].log);
 		if (!S.t[0].rle)
-			w.add(sll, S.t[0].log);
+			w.add(S.val[0][0], S.t[0].log);
 		w.close();
 		const bool fits = !w.over && w.len <= w.limit;
 		out->nseq = fits ? nseq : 0;
@@ -567,11 +786,65 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	}
 }
 
+// CompactShared: each segment's place in the block's literals, and for
+// the segment a warp is packing, where each literal run starts in the
+// segment and in the output (run k is the trailing one).
+constexpr int kCompactWarps = 4;
+struct CompactShared {
+	uint32_t base[kSegsPerBlock];
+	uint32_t scan[kSegsPerBlock / 32];
+	uint16_t src[kCompactWarps][kSlotSeqs + 1];
+	uint16_t dst[kCompactWarps][kSlotSeqs + 2];
+};
+
+// compact_segment packs one segment's nlit literals (the segment at sp, its
+// k packed sequences in slot) to d. One warp: the run starts come from two scans,
+// then each lane copies every 32nd output byte, finding its run by binary
+// search, so that loads and stores are both consecutive across the warp.
+__device__ void compact_segment(const uint8_t *__restrict__ sp, const uint32_t *__restrict__ slot,
+                                uint32_t k, uint32_t nlit, uint8_t *__restrict__ d, uint16_t *src, uint16_t *dst,
+                                unsigned lane)
+{
+	uint32_t s0 = 0, d0 = 0;
+	for (uint32_t j0 = 0; j0 < k; j0 += 32) {
+		const uint32_t j = j0 + lane;
+		const uint32_t q = j < k ? slot[j] : 0;
+		uint32_t ts, td;
+		const uint32_t es = warp_excl_scan(seq_ll(q) + seq_ml(q), lane, ts);
+		const uint32_t ed = warp_excl_scan(seq_ll(q), lane, td);
+		if (j < k) {
+			src[j] = (uint16_t)(s0 + es);
+			dst[j] = (uint16_t)(d0 + ed);
+		}
+		s0 += ts;
+		d0 += td;
+	}
+	if (lane == 0) {
+		src[k] = (uint16_t)s0; // the trailing run
+		dst[k] = (uint16_t)d0;
+	}
+	__syncwarp();
+	for (uint32_t t = lane; t < nlit; t += 32) {
+		// The last run starting at or before t; runs are never empty there.
+		uint32_t lo = 0, hi = k;
+		while (lo < hi) {
+			const uint32_t mid = (lo + hi + 1) >> 1;
+			if (dst[mid] <= t)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		d[t] = sp[src[lo] + (t - dst[lo])];
+	}
+	__syncwarp();
+}
+
 // compact_block packs block bi's literals (its bytes outside the kept
-// matches) at the start of its room in lit. One thread per segment.
+// matches) at the start of its room in lit. A warp per segment at a time.
 __device__ void compact_block(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ segMeta,
-                              uint8_t *__restrict__ lit, const Block *__restrict__ blocks, uint64_t bi, uint32_t *scan)
+                              uint8_t *__restrict__ lit, const Block *__restrict__ blocks, uint64_t bi,
+                              CompactShared &S)
 {
 	const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	if (blocks[bi].nseq == 0)
@@ -580,37 +853,25 @@ __device__ void compact_block(const uint8_t *__restrict__ src, uint64_t chunk_by
 	uint32_t n;
 	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
 	const uint32_t nsegs = (n + kSeg - 1) / kSeg;
-	const uint64_t g = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock + tid;
-	const uint32_t m = tid < nsegs ? segMeta[g] : 0;
-	// Exclusive scan of the segments' literal counts.
-	const uint32_t c = meta_nlit(m);
-	uint32_t x = c;
-	for (int d = 1; d < 32; d <<= 1) {
-		const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
-		if (lane >= (unsigned)d)
-			x += y;
-	}
-	if (lane == 31)
-		scan[warp] = x;
+	const uint64_t g0 = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock;
+	// Exclusive scan of the segments' literal counts, a segment a thread.
+	const uint32_t m = tid < nsegs ? segMeta[g0 + tid] : 0;
+	uint32_t total;
+	const uint32_t before = warp_excl_scan(meta_nlit(m), lane, total);
+	if (lane == 0)
+		S.scan[warp] = total;
 	__syncthreads();
-	uint32_t before = x - c;
+	uint32_t base = before;
 	for (unsigned w = 0; w < warp; w++)
-		before += scan[w];
-	if (tid >= nsegs)
-		return;
-	const uint8_t *sp = src + chunk * chunk_bytes + off + (uint64_t)tid * kSeg;
-	uint8_t *d = lit + chunk * chunk_bytes + off + before;
-	const uint32_t len = n - tid * kSeg < kSeg ? n - tid * kSeg : kSeg;
-	const uint32_t *slot = seqBuf + g * kSlotSeqs;
-	uint32_t pos = 0;
-	for (uint32_t j = 0; j < meta_nseq(m); j++) {
-		const uint32_t q = slot[j];
-		for (uint32_t i = 0; i < seq_ll(q); i++)
-			*d++ = sp[pos + i];
-		pos += seq_ll(q) + seq_ml(q);
+		base += S.scan[w];
+	S.base[tid] = base;
+	__syncthreads();
+	for (uint32_t sg = warp; sg < nsegs; sg += kCompactWarps) {
+		const uint32_t ms = segMeta[g0 + sg];
+		compact_segment(src + chunk * chunk_bytes + off + (uint64_t)sg * kSeg, seqBuf + (g0 + sg) * kSlotSeqs,
+		                meta_nseq(ms), meta_nlit(ms), lit + chunk * chunk_bytes + off + S.base[sg], S.src[warp],
+		                S.dst[warp], lane);
 	}
-	for (; pos < len; pos++)
-		*d++ = sp[pos];
 }
 
 #endif
