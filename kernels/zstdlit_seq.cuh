@@ -347,7 +347,7 @@ struct SeqShared {
 	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
 	SeqTable t[3]; // LL, OF, ML
 	uint32_t carry[kSegsPerBlock];
-	uint32_t first[kSegsPerBlock]; // each segment's first sequence index
+	uint32_t meta[kSegsPerBlock]; // each segment's summary word
 	uint8_t spread[3][512];
 	// One segment's sequences at a time: their values and codes, then
 	// each stream's state bits (count and value) for each sequence.
@@ -531,23 +531,26 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, uint8_t *nb, 
 	}
 	if (j < 0)
 		return;
-	// The next symbol's transform is loaded while the state's load is in
-	// flight, and before the stores, which the compiler cannot move loads
-	// across: the chain is then one shared load a sequence.
+	// The symbol's transform for the next step is loaded while the state's
+	// load is in flight, and the code for the step after that: the chain
+	// is then one shared load a sequence. (Loads go before the stores,
+	// which the compiler cannot move them across.)
 	uint32_t s = code[j];
 	uint32_t dnb = T.deltaNbBits[s];
 	int32_t dfind = T.deltaFind[s];
+	uint32_t s1 = code[j > 0 ? j - 1 : 0];
 	for (; j >= 0; j--) {
 		const uint32_t nbOut = (st + dnb) >> 16;
 		const uint32_t next = T.state[(int32_t)(st >> nbOut) + dfind];
-		s = code[j > 0 ? j - 1 : 0];
-		const uint32_t dnb1 = T.deltaNbBits[s];
-		const int32_t dfind1 = T.deltaFind[s];
+		const uint32_t dnb1 = T.deltaNbBits[s1];
+		const int32_t dfind1 = T.deltaFind[s1];
+		const uint32_t s2 = code[j > 1 ? j - 2 : 0];
 		nb[j] = (uint8_t)nbOut;
 		val[j] = (uint16_t)(st & ((1u << nbOut) - 1));
 		st = next;
 		dnb = dnb1;
 		dfind = dfind1;
+		s1 = s2;
 	}
 }
 
@@ -631,13 +634,15 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	const bool skip = (nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff;
 	const uint32_t nsegs = (n + kSeg - 1) / kSeg;
 	const uint64_t g0 = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock;
+	for (uint32_t s = lane; !skip && s < nsegs; s += 32)
+		S.meta[s] = segMeta[g0 + s];
+	__syncwarp();
 	if (lane == 0) {
 		uint32_t carry = 0, idx = 0, nlit = 0;
 		for (uint32_t s = 0; !skip && s < nsegs; s++) {
-			const uint32_t m = segMeta[g0 + s];
+			const uint32_t m = S.meta[s];
 			const uint32_t k = meta_nseq(m);
 			S.carry[s] = carry;
-			S.first[s] = idx;
 			idx += k;
 			nlit += meta_nlit(m);
 			carry = (k != 0 ? 0 : carry) + meta_trail(m);
@@ -657,7 +662,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		return;
 	}
 	for (uint32_t s = 0; s < nsegs; s++) {
-		const uint32_t k = meta_nseq(segMeta[g0 + s]);
+		const uint32_t k = meta_nseq(S.meta[s]);
 		const uint32_t *slot = seqBuf + (g0 + s) * kSlotSeqs;
 		for (uint32_t j = lane; j < k; j += 32) {
 			const uint32_t q = slot[j];
@@ -703,7 +708,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	bool started = false;
 	const SeqTable &T = S.t[lane < 3 ? lane : 0];
 	for (int s = (int)nsegs - 1; s >= 0; s--) {
-		const uint32_t k = meta_nseq(segMeta[g0 + s]);
+		const uint32_t k = meta_nseq(S.meta[s]);
 		if (k == 0)
 			continue;
 		const uint32_t *slot = seqBuf + (g0 + s) * kSlotSeqs;
