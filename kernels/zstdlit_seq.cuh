@@ -5,8 +5,9 @@
 // reference parses every segment on its own; each thread writes its
 // sequences, packed, to its segment's slot and a summary word (segMeta).
 // zl_seq then takes one block per warp: the codes' histograms, the three
-// tables, and the one serial FSE bitstream, written into the block's free
-// room after where its literals will go. zl_plan packs the literals there
+// tables, and the FSE bitstream (three state chains on three lanes, the
+// bits placed by the warp), written into the block's free room after where
+// its literals will go. zl_plan packs the literals there
 // (compact_literals) before it plans the Huffman code.
 
 #ifndef ZSPOOL_ZSTDLIT_SEQ_CUH
