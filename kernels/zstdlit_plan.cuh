@@ -11,27 +11,42 @@
 
 constexpr int kMaxWeight = 12;
 
+// BitOut is a backward bitstream writer (zstd's bit order) that writes
+// nothing at or past limit and says so in over.
 struct BitOut {
 	uint8_t *out;
-	uint32_t len;
+	uint32_t len, limit;
 	uint64_t acc;
 	uint32_t nbits;
+	bool over;
 	__device__ void add(uint64_t v, uint32_t n)
 	{
 		acc |= (v & ((1ull << n) - 1)) << nbits;
 		nbits += n;
 		if (nbits >= 32) {
-			put_le(out + len, (uint32_t)acc, 4);
+			if (len + 4 <= limit)
+				put_le(out + len, (uint32_t)acc, 4);
+			else
+				over = true;
 			len += 4;
 			acc >>= 32;
 			nbits -= 32;
 		}
 	}
+	__device__ void put_byte(uint8_t b)
+	{
+		if (len < limit)
+			out[len] = b;
+		else
+			over = true;
+		len++;
+	}
+	// close adds the end mark and the last partial bytes.
 	__device__ void close()
 	{
 		add(1, 1);
 		while (nbits > 0) {
-			out[len++] = (uint8_t)acc;
+			put_byte((uint8_t)acc);
 			acc >>= 8;
 			nbits -= nbits < 8 ? nbits : 8;
 		}
@@ -134,15 +149,14 @@ __device__ uint32_t fse_write_ncount(const int *norm, int maxSym, int log, uint8
 	return len;
 }
 
-// fse_encode_states appends the two-state FSE bitstream of ws to out at
-// len, with the state table the decoder builds from norm, and returns the
-// new length. zstdlit's fseEncodeWith after the description.
-__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
-                                      uint32_t len)
+// fse_build_ctable builds the FSE encoding table for norm (symbols
+// 0..maxSym, table log log), zstd's FSE_buildCTable: state holds, symbol by
+// symbol, the states the decoder's spread gives it; deltaNbBits and
+// deltaFind are each symbol's transform. spread is scratch of 1 << log.
+__device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *spread, uint16_t *state,
+                                 uint32_t *deltaNbBits, int32_t *deltaFind)
 {
 	const int size = 1 << log;
-	uint8_t spread[64];
-	uint32_t stateTable[64];
 	int pos = 0;
 	const int step = (size >> 1) + (size >> 3) + 3, mask = size - 1;
 	for (int s = 0; s <= maxSym; s++)
@@ -150,39 +164,49 @@ __device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *nor
 			spread[pos] = (uint8_t)s;
 			pos = (pos + step) & mask;
 		}
-	int cumul[kMaxWeight + 1];
-	cumul[0] = 0;
-	for (int s = 0; s < kMaxWeight; s++)
-		cumul[s + 1] = cumul[s] + (s <= maxSym ? norm[s] : 0);
-	int next[kMaxWeight + 1];
-	for (int s = 0; s <= kMaxWeight; s++)
-		next[s] = cumul[s];
+	int next[kMaxFSESymbols];
+	int cum = 0;
+	for (int s = 0; s <= maxSym; s++) {
+		next[s] = cum;
+		cum += norm[s];
+	}
+	for (int s = 0; s <= maxSym; s++) {
+		const int c = norm[s];
+		uint32_t maxBitsOut = (uint32_t)log;
+		if (c > 1)
+			maxBitsOut = (uint32_t)log - (uint32_t)high_bit((uint32_t)(c - 1));
+		deltaNbBits[s] = c == 0 ? 0 : (maxBitsOut << 16) - ((uint32_t)c << maxBitsOut);
+		deltaFind[s] = next[s] - c;
+	}
 	for (int u = 0; u < size; u++) {
 		const int s = spread[u];
-		stateTable[next[s]] = (uint32_t)(size + u);
-		next[s]++;
+		state[next[s]++] = (uint16_t)(size + u);
 	}
+}
+
+// fse_init_state is the state an FSE stream starts in to end on symbol s
+// (the last symbol, which the encoder meets first).
+__device__ __forceinline__ uint32_t fse_init_state(const uint16_t *state, const uint32_t *deltaNbBits,
+                                                   const int32_t *deltaFind, int s)
+{
+	const uint32_t nbOut = (deltaNbBits[s] + (1u << 15)) >> 16;
+	const uint32_t v = (nbOut << 16) - deltaNbBits[s];
+	return state[(int32_t)(v >> nbOut) + deltaFind[s]];
+}
+
+// fse_encode_states appends the two-state FSE bitstream of ws to out at
+// len, with the state table the decoder builds from norm, and returns the
+// new length. zstdlit's fseEncodeWith after the description.
+__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
+                                      uint32_t len)
+{
+	uint8_t spread[64];
+	uint16_t stateTable[64];
 	uint32_t deltaNbBits[kMaxWeight];
 	int32_t deltaFind[kMaxWeight];
-	for (int s = 0; s <= maxSym; s++) {
-		const int n = norm[s];
-		deltaNbBits[s] = 0;
-		deltaFind[s] = 0;
-		if (n == 0)
-			continue;
-		uint32_t maxBitsOut = (uint32_t)log;
-		if (n > 1)
-			maxBitsOut = (uint32_t)log - (uint32_t)high_bit((uint32_t)(n - 1));
-		const uint32_t minStatePlus = (uint32_t)n << maxBitsOut;
-		deltaNbBits[s] = (maxBitsOut << 16) - minStatePlus;
-		deltaFind[s] = cumul[s] - n;
-	}
-	auto initState = [&](int s) -> uint32_t {
-		const uint32_t nbOut = (deltaNbBits[s] + (1u << 15)) >> 16;
-		const uint32_t v = (nbOut << 16) - deltaNbBits[s];
-		return stateTable[(int32_t)(v >> nbOut) + deltaFind[s]];
-	};
-	BitOut w{out, len, 0, 0};
+	fse_build_ctable(norm, maxSym, log, spread, stateTable, deltaNbBits, deltaFind);
+	auto initState = [&](int s) { return fse_init_state(stateTable, deltaNbBits, deltaFind, s); };
+	BitOut w{out, len, UINT32_MAX, 0, 0, false}; // the caller sized out
 	uint32_t st[2];
 	const int n = nws;
 	st[(n - 1) & 1] = initState(ws[n - 1]);

@@ -420,82 +420,14 @@ __device__ void build_seq_table(SeqTable &T, uint8_t *spread, const uint32_t *co
 	int norm[kMaxSeqSyms];
 	fse_normalize(count, maxSym, log, norm);
 	T.ncountLen = fse_write_ncount(norm, maxSym, log, T.ncount);
-	const int size = 1 << log;
-	int pos = 0;
-	const int step = (size >> 1) + (size >> 3) + 3, mask = size - 1;
-	for (int s = 0; s <= maxSym; s++)
-		for (int i = 0; i < norm[s]; i++) {
-			spread[pos] = (uint8_t)s;
-			pos = (pos + step) & mask;
-		}
-	int next[kMaxSeqSyms + 1];
-	int cum = 0;
-	for (int s = 0; s <= maxSym; s++) {
-		next[s] = cum;
-		cum += norm[s];
-	}
-	int cumul0[kMaxSeqSyms];
-	for (int s = 0; s <= maxSym; s++)
-		cumul0[s] = next[s];
-	for (int u = 0; u < size; u++) {
-		const int s = spread[u];
-		T.state[next[s]++] = (uint16_t)(size + u);
-	}
-	for (int s = 0; s <= maxSym; s++) {
-		const int c = norm[s];
-		if (c == 0)
-			continue;
-		uint32_t maxBitsOut = (uint32_t)log;
-		if (c > 1)
-			maxBitsOut = (uint32_t)log - (uint32_t)high_bit((uint32_t)(c - 1));
-		T.deltaNbBits[s] = (maxBitsOut << 16) - ((uint32_t)c << maxBitsOut);
-		T.deltaFind[s] = cumul0[s] - c;
-	}
+	fse_build_ctable(norm, maxSym, log, spread, T.state, T.deltaNbBits, T.deltaFind);
 }
-
-// SeqOut is a backward bitstream writer that stops at a byte limit.
-struct SeqOut {
-	uint8_t *out;
-	uint32_t len, limit;
-	uint64_t acc;
-	uint32_t nbits;
-	bool over;
-	__device__ void add(uint64_t v, uint32_t n)
-	{
-		acc |= (v & ((1ull << n) - 1)) << nbits;
-		nbits += n;
-		if (nbits >= 32) {
-			if (len + 4 <= limit)
-				put_le(out + len, (uint32_t)acc, 4);
-			else
-				over = true;
-			len += 4;
-			acc >>= 32;
-			nbits -= 32;
-		}
-	}
-	__device__ void close()
-	{
-		add(1, 1);
-		while (nbits > 0) {
-			if (len < limit)
-				out[len] = (uint8_t)acc;
-			else
-				over = true;
-			len++;
-			acc >>= 8;
-			nbits -= nbits < 8 ? nbits : 8;
-		}
-	}
-};
 
 __device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s)
 {
 	if (T.rle)
 		return 0;
-	const uint32_t nbOut = (T.deltaNbBits[s] + (1u << 15)) >> 16;
-	const uint32_t v = (nbOut << 16) - T.deltaNbBits[s];
-	return T.state[(int32_t)(v >> nbOut) + T.deltaFind[s]];
+	return fse_init_state(T.state, T.deltaNbBits, T.deltaFind, (int)s);
 }
 
 // warp_excl_scan is the exclusive prefix sum of v over the warp, and the
@@ -609,16 +541,6 @@ __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_by
 	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs);
 }
 
-// put_byte appends one byte to the section, or marks it over its room.
-__device__ __forceinline__ void put_byte(SeqOut &w, uint8_t b)
-{
-	if (w.len < w.limit)
-		w.out[w.len] = b;
-	else
-		w.over = true;
-	w.len++;
-}
-
 // seq_block writes block bi's sequences section after where its literals
 // will be packed in lit (zstdlit's appendSequences), and records in the
 // block whether the matches are kept: only when the section fits in the
@@ -681,22 +603,22 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	else if (lane == 2)
 		build_seq_table(S.t[2], S.spread[2], S.hml, kMLSyms, 9, nseq);
 	__syncwarp();
-	SeqOut w{lit + chunk * chunk_bytes + off + S.nlit, 0, n - S.nlit, 0, 0, false};
+	BitOut w{lit + chunk * chunk_bytes + off + S.nlit, 0, n - S.nlit, 0, 0, false};
 	if (lane == 0) {
 		if (nseq < 128) {
-			put_byte(w, (uint8_t)nseq);
+			w.put_byte((uint8_t)nseq);
 		} else if (nseq < 0x7F00) {
-			put_byte(w, (uint8_t)((nseq >> 8) + 0x80));
-			put_byte(w, (uint8_t)nseq);
+			w.put_byte((uint8_t)((nseq >> 8) + 0x80));
+			w.put_byte((uint8_t)nseq);
 		} else {
-			put_byte(w, 0xFF);
-			put_byte(w, (uint8_t)(nseq - 0x7F00));
-			put_byte(w, (uint8_t)((nseq - 0x7F00) >> 8));
+			w.put_byte(0xFF);
+			w.put_byte((uint8_t)(nseq - 0x7F00));
+			w.put_byte((uint8_t)((nseq - 0x7F00) >> 8));
 		}
-		put_byte(w, (uint8_t)(S.t[0].mode << 6 | S.t[1].mode << 4 | S.t[2].mode << 2));
+		w.put_byte((uint8_t)(S.t[0].mode << 6 | S.t[1].mode << 4 | S.t[2].mode << 2));
 		for (int x = 0; x < 3; x++)
 			for (uint32_t i = 0; i < S.t[x].ncountLen; i++)
-				put_byte(w, S.t[x].ncount[i]);
+				w.put_byte(S.t[x].ncount[i]);
 	}
 	if (lane == 0)
 		S.hdr = w.len;
