@@ -86,6 +86,25 @@ var codecCases = []codecCase{
 	{"zstd-klauspost", "zstd", pipeline.EncoderKlauspost, pipeline.EncoderKlauspost, false},
 }
 
+// newEngines makes the two engines cc compares, the CPU engine and the GPU
+// engine on d, closed when the test ends; p is left with the GPU's options.
+func newEngines(t *testing.T, d *Device, p *pipeline.Plan, cc codecCase) (cpu, gpu pipeline.Engine) {
+	t.Helper()
+	p.Options.ZstdEncoder, p.Options.ZstdChecksum = cc.cpu, cc.ck
+	c, err := pipeline.NewCPU(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p.Options.ZstdEncoder = cc.gpu
+	g, err := NewEngine(d, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return c, g
+}
+
 // convertBoth converts acquisition a with the CPU engine, then the GPU
 // engine on d, each through pipeline.Convert into a directory of its own
 // under the encoders cc names, and opens both datasets.
@@ -177,20 +196,7 @@ func TestEngineRowsMatchCPU(t *testing.T) {
 			t.Run(cc.name+"/"+sh.Name, func(t *testing.T) {
 				a := writeAcquisition(t, t.TempDir(), sh.Name, sh.Grid, sh.Elem, cc.codec, rng)
 				_, p := a.plan(t)
-				p.Options.ZstdEncoder = cc.cpu
-				p.Options.ZstdChecksum = cc.ck
-				cpu, err := pipeline.NewCPU(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cpu.Close()
-				p.Options.ZstdEncoder = cc.gpu
-				p.Options.ZstdChecksum = cc.ck
-				gpu, err := NewEngine(d, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer gpu.Close()
+				cpu, gpu := newEngines(t, d, p, cc)
 				want, got := rows(t, cpu, p, a.raw), rows(t, gpu, p, a.raw)
 				if len(got) != len(want) {
 					t.Fatalf("%d chunk rows, want %d", len(got), len(want))

@@ -216,20 +216,7 @@ func TestEnginePyramidRowsMatchCPU(t *testing.T) {
 								t.Fatalf("%d levels, want a pyramid", len(p.Levels))
 							}
 							raw := reference.PyramidRaw(rng, dt, big, sh.Elems())
-							p.Options.ZstdEncoder = cc.cpu
-							p.Options.ZstdChecksum = cc.ck
-							cpu, err := pipeline.NewCPU(p)
-							if err != nil {
-								t.Fatal(err)
-							}
-							defer cpu.Close()
-							p.Options.ZstdEncoder = cc.gpu
-							p.Options.ZstdChecksum = cc.ck
-							gpu, err := NewEngine(d, p)
-							if err != nil {
-								t.Fatal(err)
-							}
-							defer gpu.Close()
+							cpu, gpu := newEngines(t, d, p, cc)
 							want := pyramidRows(t, cpu, p, raw, 0)
 							for pass := range 2 {
 								if err := samePyramidRows(pyramidRows(t, gpu, p, raw, 0), want); err != nil {
@@ -255,9 +242,8 @@ func TestEnginePyramidResumed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		align := p.ResumeAlign()
-		first := align / p.EpochFrames()
-		if align%p.EpochFrames() != 0 || first >= p.Epochs() {
+		first, ok := reference.ResumeEpoch(p)
+		if !ok {
 			continue
 		}
 		raw := reference.PyramidRaw(rng, "int32", true, sh.Elems())[first*p.EpochBytes():]

@@ -166,14 +166,7 @@ func TestLitKernelsWriteTheReferenceBytesForRandomBatches(t *testing.T) {
 	for range 60 {
 		sizes = append(sizes, r.IntN(700<<10))
 	}
-	for i, n := range sizes {
-		chunks := make([][]byte, 1+r.IntN(4))
-		for j := range chunks {
-			chunks[j] = randomChunk(r, n)
-		}
-		name := fmt.Sprintf("batch %d: %d×%d bytes", i, len(chunks), n)
-		sameAsReference(t, name, chunks, encodeOnGPU(t, d, chunks, zstdlit.Options{}), zstdlit.Options{})
-	}
+	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{})
 }
 
 func TestLitKernelsAppendTheXXH64ChecksumWhenAsked(t *testing.T) {
@@ -186,8 +179,17 @@ func TestLitKernelsAppendTheXXH64ChecksumWhenAsked(t *testing.T) {
 	for range 20 {
 		sizes = append(sizes, r.IntN(600<<10))
 	}
+	sameAsReferenceForRandomBatches(t, d, r, sizes, 9, opt)
+}
+
+// sameAsReferenceForRandomBatches encodes, for each size, a batch of 1 to
+// maxChunks random chunks of that size on the GPU and compares it with
+// zstdlit.
+func sameAsReferenceForRandomBatches(t *testing.T, d *Device, r *rand.Rand, sizes []int, maxChunks int,
+	opt zstdlit.Options) {
+	t.Helper()
 	for i, n := range sizes {
-		chunks := make([][]byte, 1+r.IntN(9))
+		chunks := make([][]byte, 1+r.IntN(maxChunks))
 		for j := range chunks {
 			chunks[j] = randomChunk(r, n)
 		}

@@ -256,9 +256,8 @@ func TestPyramidResumedMidStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		align := p.ResumeAlign()
-		first := align / p.EpochFrames()
-		if align%p.EpochFrames() != 0 || first >= p.Epochs() {
+		first, ok := reference.ResumeEpoch(p)
+		if !ok {
 			continue
 		}
 		raw := reference.PyramidRaw(rng, "int16", false, sh.Elems())

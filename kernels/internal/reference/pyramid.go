@@ -136,16 +136,7 @@ func PyramidRaw(rng *rand.Rand, dt config.DType, bigEndian bool, n int64) []byte
 		if rng.IntN(5) == 0 {
 			u = 0
 		}
-		switch size {
-		case 1:
-			b[0] = byte(u)
-		case 2:
-			order.PutUint16(b, uint16(u))
-		case 4:
-			order.PutUint32(b, uint32(u))
-		default:
-			order.PutUint64(b, u)
-		}
+		pipeline.StoreUint(order, b, size, u)
 	}
 	// A stretch of fill, so whole chunks come out absent.
 	if n > 4 {
@@ -153,4 +144,12 @@ func PyramidRaw(rng *rand.Rand, dt config.DType, bigEndian bool, n int64) []byte
 		clear(raw[lo*int64(size) : (lo+n/4)*int64(size)])
 	}
 	return raw
+}
+
+// ResumeEpoch is the first epoch a conversion of p can resume at, when
+// that falls on an epoch boundary inside the data (else ok is false).
+func ResumeEpoch(p *pipeline.Plan) (first int64, ok bool) {
+	align := p.ResumeAlign()
+	first = align / p.EpochFrames()
+	return first, align%p.EpochFrames() == 0 && first < p.Epochs()
 }
