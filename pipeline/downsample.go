@@ -123,17 +123,7 @@ type accumulator struct {
 
 func (a *accumulator) init(r *Reducer) { *a = accumulator{} }
 
-func (r *Reducer) loadU(b []byte) uint64 {
-	switch r.elem {
-	case 1:
-		return uint64(b[0])
-	case 2:
-		return uint64(r.order.Uint16(b))
-	case 4:
-		return uint64(r.order.Uint32(b))
-	}
-	return r.order.Uint64(b)
-}
+func (r *Reducer) loadU(b []byte) uint64 { return LoadUint(r.order, b, r.elem) }
 
 func (r *Reducer) loadI(b []byte) int64 {
 	u := r.loadU(b)
@@ -155,16 +145,21 @@ func (r *Reducer) loadF(b []byte) float64 {
 	return math.Float64frombits(r.loadU(b))
 }
 
-func (r *Reducer) storeU(b []byte, v uint64) {
-	switch r.elem {
-	case 1:
-		b[0] = byte(v)
-	case 2:
-		r.order.PutUint16(b, uint16(v))
-	case 4:
-		r.order.PutUint32(b, uint32(v))
+func (r *Reducer) storeU(b []byte, v uint64) { StoreUint(r.order, b, r.elem, v) }
+
+// keep folds v into acc for min, max or decimate (the last value wins).
+func keep[T float64 | int64 | uint64](method string, acc *T, v T, first bool) {
+	switch method {
+	case "min":
+		if first || v < *acc {
+			*acc = v
+		}
+	case "max":
+		if first || v > *acc {
+			*acc = v
+		}
 	default:
-		r.order.PutUint64(b, v)
+		*acc = v
 	}
 }
 
@@ -172,56 +167,29 @@ func (a *accumulator) add(r *Reducer, b []byte, first bool) {
 	switch {
 	case r.dtype.IsFloat():
 		v := r.loadF(b)
-		switch r.method {
-		case "mean":
-			a.f += v
-		case "min":
-			if first || v < a.f {
-				a.f = v
-			}
-		case "max":
-			if first || v > a.f {
-				a.f = v
-			}
-		default:
-			a.f = v
+		if r.method != "mean" {
+			keep(r.method, &a.f, v, first)
+			break
 		}
+		a.f += v
 	case r.dtype.IsSigned():
 		v := r.loadI(b)
-		switch r.method {
-		case "mean":
-			var c uint64
-			a.lo, c = bits.Add64(a.lo, uint64(v), 0)
-			a.hi += uint64(v>>63) + c // sign-extend v into the high word
-		case "min":
-			if first || v < a.i {
-				a.i = v
-			}
-		case "max":
-			if first || v > a.i {
-				a.i = v
-			}
-		default:
-			a.i = v
+		if r.method != "mean" {
+			keep(r.method, &a.i, v, first)
+			break
 		}
+		var c uint64
+		a.lo, c = bits.Add64(a.lo, uint64(v), 0)
+		a.hi += uint64(v>>63) + c // sign-extend v into the high word
 	default:
 		v := r.loadU(b)
-		switch r.method {
-		case "mean":
-			var c uint64
-			a.lo, c = bits.Add64(a.lo, v, 0)
-			a.hi += c
-		case "min":
-			if first || v < a.u {
-				a.u = v
-			}
-		case "max":
-			if first || v > a.u {
-				a.u = v
-			}
-		default:
-			a.u = v
+		if r.method != "mean" {
+			keep(r.method, &a.u, v, first)
+			break
 		}
+		var c uint64
+		a.lo, c = bits.Add64(a.lo, v, 0)
+		a.hi += c
 	}
 }
 

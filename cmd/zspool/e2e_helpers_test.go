@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zspool/zspool/pipeline"
 )
 
 // acquisition is a test input: a manifest (as a generic map, so tests can
@@ -72,16 +74,7 @@ func (a *acquisition) randomRaw(seed uint64, elems int64) {
 			if rng.IntN(4) == 0 {
 				v = 0 // runs of fill make some chunks absent
 			}
-			switch size {
-			case 1:
-				p[0] = byte(v)
-			case 2:
-				order.PutUint16(p, uint16(v))
-			case 4:
-				order.PutUint32(p, uint32(v))
-			default:
-				order.PutUint64(p, v)
-			}
+			pipeline.StoreUint(order, p, size, v)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/zspool/zspool/localfs"
+	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -33,17 +34,7 @@ func decodeRef(raw []byte, dtype string, big_ bool, shape []int64) refArray {
 	a := refArray{shape: shape}
 	for i := int64(0); i < n; i++ {
 		b := raw[i*int64(size):]
-		var u uint64
-		switch size {
-		case 1:
-			u = uint64(b[0])
-		case 2:
-			u = uint64(order.Uint16(b))
-		case 4:
-			u = uint64(order.Uint32(b))
-		default:
-			u = order.Uint64(b)
-		}
+		u := pipeline.LoadUint(order, b, size)
 		switch dtype {
 		case "float32":
 			a.flts = append(a.flts, float64(math.Float32frombits(uint32(u))))
@@ -87,16 +78,7 @@ func (a refArray) encode(dtype string, big_ bool) []byte {
 			}
 		}
 		b := out[i*size:]
-		switch size {
-		case 1:
-			b[0] = byte(u)
-		case 2:
-			order.PutUint16(b, uint16(u))
-		case 4:
-			order.PutUint32(b, uint32(u))
-		default:
-			order.PutUint64(b, u)
-		}
+		pipeline.StoreUint(order, b, size, u)
 	}
 	return out
 }
