@@ -1,11 +1,9 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
 )
@@ -104,21 +103,8 @@ func TestAPyramidResumedAtAReportedPointIsIdenticalToAnUninterruptedOne(t *testi
 
 func sameTree(t *testing.T, a, b string) {
 	t.Helper()
-	n := 0
-	err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(a, p)
-		x, _ := os.ReadFile(p)
-		y, err := os.ReadFile(filepath.Join(b, rel))
-		if err != nil || !bytes.Equal(x, y) {
-			t.Fatalf("%s differs after the resume (%v)", rel, err)
-		}
-		n++
-		return nil
-	})
+	n, err := dirdiff.Same(a, b)
 	if err != nil || n == 0 {
-		t.Fatalf("compared %d files: %v", n, err)
+		t.Fatalf("compared %d files: the tree differs after the resume: %v", n, err)
 	}
 }

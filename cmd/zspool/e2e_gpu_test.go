@@ -41,23 +41,10 @@ func TestConvertEngineGPUMatchesCPU(t *testing.T) {
 					seed++
 					a.randomRaw(seed, elems(sh.dims))
 					mp := a.write(t, spool)
+					sets, dests := convertOnBoth(t, mp, codec, name)
 					var arrays [2]*zarr.Array
-					var dests [2]string
-					for i, engine := range []string{"cpu", "gpu"} {
-						dest := t.TempDir()
-						dests[i] = dest
-						args := []string{"convert", mp, "--dest", dest, "--quiet", "--engine", engine}
-						if engine == "cpu" && codec == "zstd" {
-							args = append(args, "--zstd-encoder", "lit")
-						}
-						if _, stderr, err := zspool(t, args...); err != nil {
-							t.Fatalf("convert --engine %s: %v\n%s", engine, err, stderr)
-						}
-						ds, err := zarr.Open(ctx, localfs.New(dest), name+".ome.zarr")
-						if err != nil {
-							t.Fatalf("%s: %v", engine, err)
-						}
-						arrays[i] = ds.Levels[0]
+					for i, engine := range engines {
+						arrays[i] = sets[i].Levels[0]
 						dense, err := arrays[i].ReadAll(ctx)
 						if err != nil {
 							t.Fatalf("%s: read back: %v", engine, err)
@@ -78,6 +65,32 @@ func TestConvertEngineGPUMatchesCPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// engines are the two convertOnBoth runs, in its order.
+var engines = [2]string{"cpu", "gpu"}
+
+// convertOnBoth converts the manifest at mp with `--engine cpu` (running
+// `--zstd-encoder lit` under zstd, the GPU encoder's reference) and with
+// `--engine gpu`, each into a directory of its own, and opens the datasets.
+func convertOnBoth(t *testing.T, mp, codec, name string) (sets [2]*zarr.Dataset, dests [2]string) {
+	t.Helper()
+	for i, engine := range engines {
+		dests[i] = t.TempDir()
+		args := []string{"convert", mp, "--dest", dests[i], "--quiet", "--engine", engine}
+		if engine == "cpu" && codec == "zstd" {
+			args = append(args, "--zstd-encoder", "lit")
+		}
+		if _, stderr, err := zspool(t, args...); err != nil {
+			t.Fatalf("convert --engine %s: %v\n%s", engine, err, stderr)
+		}
+		ds, err := zarr.Open(context.Background(), localfs.New(dests[i]), name+".ome.zarr")
+		if err != nil {
+			t.Fatalf("%s: %v", engine, err)
+		}
+		sets[i] = ds
+	}
+	return sets, dests
 }
 
 // sameFiles compares every file under two directories byte for byte.
@@ -162,22 +175,7 @@ func TestConvertPyramidGPUMatchesCPU(t *testing.T) {
 							}
 						}
 						mp := a.write(t, t.TempDir())
-						var sets [2]*zarr.Dataset
-						for i, engine := range []string{"cpu", "gpu"} {
-							dest := t.TempDir()
-							args := []string{"convert", mp, "--dest", dest, "--quiet", "--engine", engine}
-							if engine == "cpu" && codec == "zstd" {
-								args = append(args, "--zstd-encoder", "lit")
-							}
-							if _, stderr, err := zspool(t, args...); err != nil {
-								t.Fatalf("convert --engine %s: %v\n%s", engine, err, stderr)
-							}
-							ds, err := zarr.Open(ctx, localfs.New(dest), name+".ome.zarr")
-							if err != nil {
-								t.Fatalf("%s: %v", engine, err)
-							}
-							sets[i] = ds
-						}
+						sets, _ := convertOnBoth(t, mp, codec, name)
 						if len(sets[0].Levels) < 2 || len(sets[1].Levels) != len(sets[0].Levels) {
 							t.Fatalf("gpu wrote %d levels, cpu %d", len(sets[1].Levels), len(sets[0].Levels))
 						}
