@@ -325,6 +325,9 @@ var badDaemonCases = []badDaemonCase{
 	{name: "a secret inside an unknown block is found and not echoed", doc: daemonWith("", "s3:\n  aws_secret_access_key: hunter2\n"), field: "destination.s3.aws_secret_access_key", phrase: "use the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or credentials_file", absent: "hunter2", also: 1},
 	{name: "a secret at the top level is refused too", doc: daemonWith("password: hunter2\n", ""), field: "password", phrase: secretMsg, absent: "hunter2"},
 	{name: "credentials in the destination URL are refused without echoing them", doc: strings.Replace(minimalDaemonConfig, "s3://bucket", "s3://AKIAEXAMPLE:hunter2@bucket", 1), field: "destination.url", phrase: "must not carry credentials", absent: "hunter2"},
+	{name: "a presigned query in the destination URL is refused without echoing it", doc: strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "s3://bucket/prefix?X-Amz-Signature=hunter2", 1), field: "destination.url", phrase: "has a query or fragment", absent: "hunter2"},
+	{name: "a query in the endpoint is refused without echoing it", doc: daemonWith("", "endpoint: https://minio:9000/?token=hunter2\n"), field: "destination.endpoint", phrase: "has a path, query or fragment", absent: "hunter2"},
+	{name: "a query in a file URL is refused without echoing it", doc: strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "file:///srv/out?key=hunter2", 1), field: "destination.url", phrase: "has a query or fragment", absent: "hunter2"},
 	{name: "credentials in the endpoint are refused without echoing them", doc: daemonWith("", "endpoint: https://admin:hunter2@minio:9000\n"), field: "destination.endpoint", phrase: "must not carry credentials", absent: "hunter2"},
 
 	// Directories.

@@ -179,10 +179,10 @@ func parseDestination(s string) (parsedDestination, string) {
 	scheme, rest, hasScheme := strings.Cut(s, "://")
 	if !hasScheme {
 		if strings.HasPrefix(s, "s3:") || strings.HasPrefix(s, "file:") {
-			return parsedDestination{}, quote(s) + " is missing the // after the scheme; " + want
+			return parsedDestination{}, quoteURL(s) + " is missing the // after the scheme; " + want
 		}
 		if !filepath.IsAbs(s) {
-			return parsedDestination{}, quote(s) + " is a relative directory; " + want
+			return parsedDestination{}, quoteURL(s) + " is a relative directory; " + want
 		}
 		return parsedDestination{dir: filepath.Clean(s)}, ""
 	}
@@ -192,23 +192,23 @@ func parseDestination(s string) (parsedDestination, string) {
 	switch scheme {
 	case "s3":
 		if strings.ContainsAny(rest, "?#") {
-			return parsedDestination{}, quote(s) + " has a query or fragment; want s3://bucket/prefix"
+			return parsedDestination{}, quoteURL(s) + " has a query or fragment; want s3://bucket/prefix"
 		}
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if bucket == "" {
-			return parsedDestination{}, quote(s) + " has no bucket; want s3://bucket/prefix"
+			return parsedDestination{}, quoteURL(s) + " has no bucket; want s3://bucket/prefix"
 		}
 		if !isToken(bucket, ".-_") {
-			return parsedDestination{}, quote(s) + ": bucket " + quote(bucket) + " is not a bucket name: want letters, digits, . - and _ (no port: the server goes in destination.endpoint)"
+			return parsedDestination{}, quoteURL(s) + ": bucket " + quote(bucket) + " is not a bucket name: want letters, digits, . - and _ (no port: the server goes in destination.endpoint)"
 		}
 		prefix = strings.Trim(prefix, "/")
 		if prefix != "" {
 			for part := range strings.SplitSeq(prefix, "/") {
 				switch part {
 				case "":
-					return parsedDestination{}, quote(s) + " has an empty component (//) in its prefix"
+					return parsedDestination{}, quoteURL(s) + " has an empty component (//) in its prefix"
 				case ".", "..":
-					return parsedDestination{}, quote(s) + " has a . or .. component in its prefix"
+					return parsedDestination{}, quoteURL(s) + " has a . or .. component in its prefix"
 				}
 			}
 		}
@@ -216,20 +216,20 @@ func parseDestination(s string) (parsedDestination, string) {
 	case "file":
 		u, err := url.Parse(s)
 		if err != nil {
-			return parsedDestination{}, quote(s) + " is not a valid file URL; want file:///abs/dir"
+			return parsedDestination{}, quoteURL(s) + " is not a valid file URL; want file:///abs/dir"
 		}
 		if u.Host != "" && u.Host != "localhost" {
-			return parsedDestination{}, quote(s) + " names host " + quote(u.Host) + "; want file:///abs/dir (three slashes)"
+			return parsedDestination{}, quoteURL(s) + " names host " + quote(u.Host) + "; want file:///abs/dir (three slashes)"
 		}
 		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-			return parsedDestination{}, quote(s) + " has a query or fragment; want file:///abs/dir"
+			return parsedDestination{}, quoteURL(s) + " has a query or fragment; want file:///abs/dir"
 		}
 		if u.Path == "" || !filepath.IsAbs(u.Path) {
-			return parsedDestination{}, quote(s) + " has no absolute directory; want file:///abs/dir"
+			return parsedDestination{}, quoteURL(s) + " has no absolute directory; want file:///abs/dir"
 		}
 		return parsedDestination{dir: filepath.Clean(u.Path)}, ""
 	case "http", "https":
-		return parsedDestination{}, quote(s) + " is a server address: put it in destination.endpoint and the bucket here as s3://bucket/prefix"
+		return parsedDestination{}, quoteURL(s) + " is a server address: put it in destination.endpoint and the bucket here as s3://bucket/prefix"
 	}
 	return parsedDestination{}, "scheme " + quote(scheme) + " is not supported; " + want
 }
@@ -271,14 +271,14 @@ func endpointProblem(s string) string {
 		return "must not carry credentials (user:password@); " + secretMsg
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return quote(s) + ": " + want
+		return quoteURL(s) + ": " + want
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return quote(s) + " has a path, query or fragment; " + want + " (the bucket goes in destination.url)"
+		return quoteURL(s) + " has a path, query or fragment; " + want + " (the bucket goes in destination.url)"
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return quote(s) + " has port " + quote(p) + "; want 1…65535"
+			return quoteURL(s) + " has port " + quote(p) + "; want 1…65535"
 		}
 	}
 	return ""
@@ -449,3 +449,34 @@ func (w *daemonWalk) positiveDuration(field string, v, hi Duration) bool {
 	}
 	return w.durationRange(field, v, 1, hi)
 }
+
+// RedactURL is a URL fit for a message or a log line: user info, query
+// and fragment (where credentials and presigned signatures live) are
+// replaced by "REDACTED". Anything else is kept, so the reader still sees
+// which server or bucket is meant.
+func RedactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		scheme, rest = "", s
+	}
+	tail := ""
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		tail = rest[i:i+1] + "REDACTED"
+		rest = rest[:i]
+	}
+	host, path, hasPath := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = "REDACTED@" + host[i+1:]
+	}
+	out := host
+	if hasPath {
+		out += "/" + path
+	}
+	if ok {
+		out = scheme + "://" + out
+	}
+	return out + tail
+}
+
+// quoteURL quotes a URL for a message, redacted.
+func quoteURL(s string) string { return quote(RedactURL(s)) }
