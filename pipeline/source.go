@@ -60,7 +60,7 @@ func OpenSource(manifestPath string) (*Source, error) {
 // OpenSourceIn is OpenSource inside an already opened root, as the daemon
 // holds one on its spool or state directory.
 func OpenSourceIn(root *os.Root, dir, manifestName string) (*Source, error) {
-	data, err := readRegular(root, manifestName, maxManifestBytes)
+	data, err := ReadManifest(root, manifestName)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +110,13 @@ func openRegular(root *os.Root, what, name string) (*os.File, int64, error) {
 		return nil, 0, badInput(fmt.Errorf("%s %s: is not a regular file (%s)", what, name, fi.Mode().Type()))
 	}
 	return f, fi.Size(), nil
+}
+
+// ReadManifest reads a manifest inside root without ever blocking: a FIFO,
+// a device or a symlink is refused before a byte is read, so a spool that
+// holds one cannot stall whoever looks at it.
+func ReadManifest(root *os.Root, name string) ([]byte, error) {
+	return readRegular(root, name, maxManifestBytes)
 }
 
 func readRegular(root *os.Root, name string, limit int64) ([]byte, error) {
