@@ -39,6 +39,7 @@ type Daemon struct {
 	Engine          string      `yaml:"engine"`                 // auto (default), cpu, gpu
 	ZstdEncoder     string      `yaml:"zstd_encoder,omitempty"` // empty (default): the engine's own; klauspost or lit (zstdlit, the GPU encoder's reference)
 	ZstdChecksum    bool        `yaml:"zstd_checksum"`          // default false: append each zstd frame's XXH64 content checksum
+	Overwrite       bool        `yaml:"overwrite"`              // default false: refuse an acquisition whose dataset already exists at the destination
 	ConcurrentJobs  int         `yaml:"concurrent_jobs"`        // default 1, 1…64: raw files converted at once
 	MemoryBudget    Size        `yaml:"memory_budget"`          // default 768 MiB, ≥ 64 MiB: the working set a plan may use
 	Settle          Duration    `yaml:"settle"`                 // default 30s, 0…24h: how long a file must be unchanged before it is claimed

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +42,10 @@ type Options struct {
 	// ZstdChecksum is each job's pipeline.Options.ZstdChecksum: append
 	// XXH64 content checksums to the zstd frames.
 	ZstdChecksum bool
+	// Overwrite lets a job replace a dataset of its name that is already
+	// at the destination; without it such a job fails, naming both
+	// acquisitions, and nothing of the stored dataset is touched.
+	Overwrite bool
 	// GPU is each job's pipeline.Options.GPU: plan the GPU engine's
 	// host memory (the CLI sets it when the config's engine will be the
 	// GPU).
@@ -75,6 +78,8 @@ type Daemon struct {
 	lastTick atomic.Int64
 	stopping atomic.Bool // finish the current shard layer, then stop
 	metrics  atomic.Pointer[net.Addr]
+	// lastRetryLog is when a retried S3 request was last logged (unix ns).
+	lastRetryLog atomic.Int64
 }
 
 // item is one unit of work for a worker.
@@ -124,7 +129,7 @@ func New(ctx context.Context, log *zap.Logger, opt Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.journal = j
-	opt.Dest.OnRetry = func() { d.m.retries.Inc() }
+	opt.Dest.OnRetry = d.onS3Retry
 	dest, err := destination.Open(ctx, log, opt.Dest)
 	if err != nil {
 		j.Close()
@@ -133,29 +138,17 @@ func New(ctx context.Context, log *zap.Logger, opt Options) (*Daemon, error) {
 	d.dest = dest
 	if s, ok := dest.(*s3sink.Sink); ok {
 		d.s3 = s
-		// Every multipart upload is in the journal while it is open, so
-		// a crash's leftovers can be aborted on the next start.
-		s.OnUpload = func(key, id string) {
-			if err := d.journal.AddUpload(key, Upload{Job: d.jobOfKey(key), ID: id}); err != nil {
-				log.Error("journal: recording an upload", zap.String("key", key), zap.Error(err))
-			}
-		}
-		s.OnUploadDone = func(key, _ string) { _ = d.journal.DoneUpload(key) }
+		d.uploadHooks(s)
 	}
 	return d, nil
 }
 
-// jobOfKey finds the running job that writes an object key: keys hold the
-// dataset root `<name>.ome.zarr/`.
+// jobOfKey finds the running job that writes an object key.
 func (d *Daemon) jobOfKey(key string) string {
-	for _, part := range strings.Split(key, "/") {
-		if name, ok := strings.CutSuffix(part, ".ome.zarr"); ok {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			return d.names[name]
-		}
-	}
-	return ""
+	name := nameOfKey(key)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.names[name]
 }
 
 // MetricsAddr is where /metrics listens, or nil before Run has started it.
@@ -241,6 +234,11 @@ func (d *Daemon) loop(ctx context.Context, w *fsnotify.Watcher) {
 	debounce.Stop()
 	settle := time.NewTicker(max(d.opt.Settle/4, 100*time.Millisecond))
 	defer settle.Stop()
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	var sweeping atomic.Bool // one periodic sweep at a time, off the loop
+	var sweeps sync.WaitGroup
+	defer sweeps.Wait()
 	for {
 		d.lastTick.Store(time.Now().UnixNano())
 		select {
@@ -273,6 +271,17 @@ func (d *Daemon) loop(ctx context.Context, w *fsnotify.Watcher) {
 			}
 		case <-dog.C:
 			d.notify.Watchdog()
+		case <-sweep.C:
+			// Off the loop: an unreachable destination must not stall
+			// intake or the watchdog.
+			if sweeping.CompareAndSwap(false, true) {
+				sweeps.Add(1)
+				go func() {
+					defer sweeps.Done()
+					defer sweeping.Store(false)
+					d.sweepStale(ctx)
+				}()
+			}
 		}
 	}
 }
@@ -303,9 +312,13 @@ func (d *Daemon) next(ctx context.Context) (item, bool) {
 			return item{}, false
 		}
 		d.mu.Lock()
-		if len(d.queue) > 0 {
-			it := d.queue[0]
-			d.queue = d.queue[1:]
+		// The first item whose dataset nobody writes or sweeps now; two
+		// acquisitions of one name never run at once.
+		for i, it := range d.queue {
+			if _, busy := d.names[it.name]; busy {
+				continue
+			}
+			d.queue = append(d.queue[:i:i], d.queue[i+1:]...)
 			d.m.queue.Set(float64(len(d.queue)))
 			d.names[it.name] = it.id
 			d.mu.Unlock()

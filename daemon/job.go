@@ -2,9 +2,9 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -28,8 +28,8 @@ var errStopping = errors.New("daemon stopping")
 func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 	log := d.log.With(zap.String("job", it.id), zap.String("dataset", it.name))
 	if !it.recovered {
-		if err := d.claim(it); err != nil {
-			log.Error("claim failed; the files stay in the spool", zap.Error(err))
+		if err := d.claim(log, it); err != nil {
+			log.Warn("not claimed; whatever was moved is back in the spool", zap.Error(err))
 			return
 		}
 	}
@@ -42,7 +42,10 @@ func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 		}
 		switch job.State {
 		case StateProcessing:
-			err = d.convert(jobCtx, log, job)
+			err = d.checkDest(jobCtx, job)
+			if err == nil {
+				err = d.convert(jobCtx, log, job)
+			}
 			if err == nil {
 				err = d.confirmStored(jobCtx, job)
 			}
@@ -50,7 +53,11 @@ func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 				_, err = d.journal.Update(job.ID, func(j *Job) { j.State = StateStored })
 			}
 		case StateStored:
-			err = d.release(log, job)
+			// No upload of this dataset may outlive the job.
+			err = d.sweepDataset(jobCtx, job.Name)
+			if err == nil {
+				err = d.release(log, job)
+			}
 			if err == nil {
 				return
 			}
@@ -64,14 +71,19 @@ func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 			log.Info("stopped at a shard-layer boundary; the journal resumes it", zap.Int64("layers_done", job.LayersDone))
 			return
 		case pipeline.IsInputError(err):
-			d.failJob(log, job, err)
+			d.failJob(jobCtx, log, job, err)
 			return
 		}
 		// Anything else is taken as transient (destination down, disk
-		// full, …): retried, never quarantined.
+		// full, …): retried, never quarantined. The attempt's uploads
+		// are aborted first: the retry starts each shard afresh, and an
+		// upload it would not know of must not stay on the bucket.
 		d.m.jobs.WithLabelValues("retried").Inc()
 		_, _ = d.journal.Update(job.ID, func(j *Job) { j.Attempts++; j.LastError = err.Error() })
 		log.Warn("transient fault: retrying", zap.Error(err), zap.Duration("in", backoff), zap.Int("attempt", job.Attempts+1))
+		if serr := d.sweepDataset(jobCtx, job.Name); serr != nil {
+			log.Warn("uploads of the failed attempt not aborted yet; retried before release", zap.Error(serr))
+		}
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
@@ -82,14 +94,21 @@ func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 }
 
 // claim moves the manifest and raw file into the job's state directory.
-// The journal says "claiming" first, so a crash midway is finished on the
-// next start rather than losing track of a half-moved acquisition.
-func (d *Daemon) claim(it item) error {
+// The journal says "claiming" first, so a crash midway is finished (or
+// undone) on the next start rather than losing track of a half-moved
+// acquisition. A claim that cannot finish (the acquisition was withdrawn,
+// or another manifest took its raw file) is undone: the files that were
+// moved go back to the spool and the job is forgotten.
+func (d *Daemon) claim(log *zap.Logger, it item) error {
 	job := &Job{ID: it.id, State: StateClaiming, Manifest: it.manifest, Data: it.data, Name: it.name, Created: time.Now().UTC()}
 	if err := d.journal.Put(job); err != nil {
 		return err
 	}
-	return d.finishClaim(job)
+	if err := d.finishClaim(job); err != nil {
+		d.undoClaim(log, job, err)
+		return err
+	}
+	return nil
 }
 
 func (d *Daemon) finishClaim(job *Job) error {
@@ -104,8 +123,44 @@ func (d *Daemon) finishClaim(job *Job) error {
 			return fmt.Errorf("claim %s: %w", f, err)
 		}
 	}
-	_, err := d.journal.Update(job.ID, func(j *Job) { j.State = StateProcessing })
+	fi, err := os.Lstat(filepath.Join(dir, job.Data))
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", job.Data, err)
+	}
+	_, err = d.journal.Update(job.ID, func(j *Job) {
+		j.State, j.RawSize, j.RawModTime = StateProcessing, fi.Size(), fi.ModTime().UTC()
+	})
 	return err
+}
+
+// undoClaim puts a half-claimed job's files back in the spool and forgets
+// it, so the next scan judges the acquisition afresh. Where a file cannot
+// go back (the spool has a new file of that name), the job's files go to
+// failed/ with the reason instead; nothing is deleted either way.
+func (d *Daemon) undoClaim(log *zap.Logger, job *Job, cause error) {
+	dir := filepath.Join(d.jobsDir, job.ID)
+	var errs []error
+	for _, f := range []string{job.Manifest, job.Data} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err != nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(d.opt.SpoolDir, f)); err == nil {
+			errs = append(errs, fmt.Errorf("%s: a new file of that name is in the spool", f))
+			continue
+		}
+		if err := moveInto(dir, d.opt.SpoolDir, f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		d.failJob(context.Background(), log, job, fmt.Errorf("claim could not finish (%v) nor be undone (%v)", cause, err))
+		return
+	}
+	_ = os.Remove(dir)
+	if err := d.journal.Delete(job.ID); err != nil {
+		log.Error("journal: forgetting an undone claim", zap.Error(err))
+	}
+	log.Warn("claim undone: the acquisition changed under it (withdrawn, or its raw file taken)", zap.String("reason", cause.Error()))
 }
 
 // convert runs (or resumes) the conversion of a claimed job.
@@ -204,9 +259,15 @@ func (d *Daemon) confirmStored(ctx context.Context, job *Job) error {
 }
 
 // release archives or deletes the raw file and manifest, then forgets the
-// job. Each step tolerates having been done before a crash.
+// job. Each step tolerates having been done before a crash. A raw file
+// that no longer has the size and mtime it was claimed with (still being
+// written to after the claim) is not released: the job fails and the
+// file is kept, since its new bytes are in no stored dataset.
 func (d *Daemon) release(log *zap.Logger, job *Job) error {
 	dir := filepath.Join(d.jobsDir, job.ID)
+	if err := d.checkRawUnchanged(dir, job); err != nil {
+		return err
+	}
 	if d.opt.Release == "delete" {
 		for _, f := range []string{job.Data, job.Manifest} {
 			if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -214,8 +275,20 @@ func (d *Daemon) release(log *zap.Logger, job *Job) error {
 			}
 		}
 	} else {
-		to, err := freshDir(d.opt.ArchiveDir, job.ID)
-		if err != nil {
+		to := job.Archive
+		if to == "" {
+			var err error
+			if to, err = freeName(d.opt.ArchiveDir, job.ID); err != nil {
+				return err
+			}
+			// Journaled before the directory is made, so a release redone
+			// after a crash uses the same one and never leaves an empty
+			// directory behind.
+			if _, err := d.journal.Update(job.ID, func(j *Job) { j.Archive = to }); err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
+		}
+		if err := os.MkdirAll(to, 0o750); err != nil {
 			return err
 		}
 		for _, f := range []string{job.Data, job.Manifest} {
@@ -235,6 +308,43 @@ func (d *Daemon) release(log *zap.Logger, job *Job) error {
 	d.m.jobs.WithLabelValues("stored").Inc()
 	log.Info("job released", zap.String("policy", d.opt.Release))
 	return nil
+}
+
+// checkRawUnchanged holds a claimed raw file to the size and mtime it was
+// claimed with. A raw file already released (moved or deleted before a
+// crash) passes: it left the job directory only after this check.
+func (d *Daemon) checkRawUnchanged(dir string, job *Job) error {
+	if job.RawModTime.IsZero() {
+		return nil // claimed by a version that did not record it
+	}
+	fi, err := os.Lstat(filepath.Join(dir, job.Data))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Size() != job.RawSize || !fi.ModTime().Equal(job.RawModTime) {
+		return &pipeline.InputError{Err: fmt.Errorf("raw file %s changed after it was claimed (%d bytes, modified %s; claimed with %d bytes, modified %s): "+
+			"the dataset holds only what was there at the claim, so the file is kept, not released",
+			job.Data, fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano), job.RawSize, job.RawModTime.Format(time.RFC3339Nano))}
+	}
+	return nil
+}
+
+// freeName is base/name, or base/name.N when that is taken; it creates
+// nothing.
+func freeName(base, name string) (string, error) {
+	for i := 0; i < 1000; i++ {
+		p := filepath.Join(base, name)
+		if i > 0 {
+			p = fmt.Sprintf("%s.%d", p, i)
+		}
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no free name for %s", base, name)
 }
 
 // freshDir makes base/name, or base/name.N when that is taken.
@@ -263,8 +373,9 @@ type errorReport struct {
 	Attempts int       `json:"attempts,omitempty"`
 }
 
-// failJob moves a claimed job's files to failed/ with the reason.
-func (d *Daemon) failJob(log *zap.Logger, job *Job, cause error) {
+// failJob moves a claimed job's files to failed/ with the reason, and
+// aborts whatever uploads the job left.
+func (d *Daemon) failJob(ctx context.Context, log *zap.Logger, job *Job, cause error) {
 	dir := filepath.Join(d.jobsDir, job.ID)
 	if err := d.quarantine(dir, job.ID, []string{job.Data, job.Manifest}, errorReport{
 		Reason: cause.Error(), Manifest: job.Manifest, Data: job.Data, Attempts: job.Attempts}); err != nil {
@@ -273,13 +384,16 @@ func (d *Daemon) failJob(log *zap.Logger, job *Job, cause error) {
 	}
 	_ = os.Remove(dir)
 	_ = d.journal.Delete(job.ID)
+	if err := d.sweepDataset(ctx, job.Name); err != nil {
+		log.Warn("uploads of a failed job not aborted yet; the periodic sweep retries", zap.Error(err))
+	}
 	d.m.jobs.WithLabelValues("failed").Inc()
 	log.Error("job failed: bad input", zap.String("reason", cause.Error()))
 }
 
 // failSpool fails an acquisition straight from the spool (it never got
 // far enough to be claimed).
-func (d *Daemon) failSpool(id, manifest string, cause error) {
+func (d *Daemon) failSpool(id, manifest string, withData bool, cause error) {
 	root, err := os.OpenRoot(d.opt.SpoolDir)
 	if err != nil {
 		d.log.Error("fail", zap.Error(err))
@@ -288,7 +402,7 @@ func (d *Daemon) failSpool(id, manifest string, cause error) {
 	data := dataName(root, id, manifest)
 	root.Close()
 	files := []string{manifest}
-	if data != "" {
+	if data != "" && withData {
 		if _, err := os.Lstat(filepath.Join(d.opt.SpoolDir, data)); err == nil {
 			files = []string{data, manifest}
 		}
@@ -329,14 +443,10 @@ func (d *Daemon) quarantine(from, id string, files []string, rep errorReport) er
 // dataName is the raw file a manifest names (its default when the manifest
 // cannot be parsed, "" when even that is not a plain name).
 func dataName(root *os.Root, id, manifest string) string {
-	f, err := root.Open(manifest)
-	if err == nil {
-		b, rerr := io.ReadAll(io.LimitReader(f, 1<<20))
-		f.Close()
-		if rerr == nil {
-			if m, perr := config.ParseManifest(b, id); perr == nil {
-				return m.Data
-			}
+	// Never a plain open: a FIFO named *.json would block the main loop.
+	if b, err := pipeline.ReadManifest(root, manifest); err == nil {
+		if m, perr := config.ParseManifest(b, id); perr == nil {
+			return m.Data
 		}
 	}
 	name := id + ".raw"
@@ -344,4 +454,64 @@ func dataName(root *os.Root, id, manifest string) string {
 		return ""
 	}
 	return name
+}
+
+// checkDest refuses to write over a dataset that is already at the
+// destination: a second acquisition of one name, or one dropped again,
+// would otherwise replace stored data (and, with release.policy delete,
+// lose the first raw file for good). It runs once per job, before its
+// first object; with overwrite the old dataset is removed first.
+func (d *Daemon) checkDest(ctx context.Context, job *Job) error {
+	if job.DestChecked {
+		return nil
+	}
+	root := datasetRoot(job.Name)
+	who, err := d.storedBy(ctx, root)
+	if err != nil {
+		return err
+	}
+	if who != "" {
+		where := destination.Describe(d.dest, root)
+		if !d.opt.Overwrite {
+			return &pipeline.InputError{Err: fmt.Errorf("dataset %s already exists (%s); acquisition %s (manifest %s) would overwrite it, "+
+				"so nothing was written and the stored dataset is untouched: rename the dataset in the manifest, remove the stored one, or set overwrite: true",
+				where, who, job.ID, job.Manifest)}
+		}
+		d.log.Warn("overwrite: removing the stored dataset before writing it anew", zap.String("job", job.ID),
+			zap.String("dataset", where), zap.String("stored", who))
+		if err := destination.RemoveDataset(ctx, d.dest, root); err != nil {
+			return err
+		}
+	}
+	_, err = d.journal.Update(job.ID, func(j *Job) { j.DestChecked = true })
+	return err
+}
+
+// storedBy describes the dataset at root ("" when there is none): whose
+// acquisition its provenance names, or that it is incomplete.
+func (d *Daemon) storedBy(ctx context.Context, root string) (string, error) {
+	b, err := d.dest.Get(ctx, path.Join(root, "zarr.json"))
+	switch {
+	case err == nil:
+		var g struct {
+			Attributes struct {
+				Zspool *pipeline.Provenance `json:"zspool"`
+			} `json:"attributes"`
+		}
+		if json.Unmarshal(b, &g) == nil && g.Attributes.Zspool != nil {
+			p := g.Attributes.Zspool
+			return fmt.Sprintf("written from acquisition manifest %s, raw file %s (%d bytes) by zspool %s", p.Manifest, p.Data, p.Bytes, p.Version), nil
+		}
+		return "a group written by another tool", nil
+	case !errors.Is(err, zarr.ErrNotFound):
+		return "", fmt.Errorf("looking for an existing dataset %s: %w", root, err)
+	}
+	// Array documents are written first, the group last: an array
+	// without its group is a dataset some writer left unfinished.
+	if _, err := d.dest.Size(ctx, path.Join(root, "0", "zarr.json")); err == nil {
+		return "an unfinished dataset: arrays without a group document", nil
+	} else if !errors.Is(err, zarr.ErrNotFound) {
+		return "", fmt.Errorf("looking for an existing dataset %s: %w", root, err)
+	}
+	return "", nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,23 +24,44 @@ const (
 
 // Job is one acquisition's journal record.
 type Job struct {
-	ID         string    `json:"id"`       // the manifest's stem: unique in the spool at a time
-	State      string    `json:"state"`    // see the State constants
-	Manifest   string    `json:"manifest"` // manifest file name
-	Data       string    `json:"data"`     // raw file name
-	Name       string    `json:"name"`     // dataset name
-	LayersDone int64     `json:"layers_done"`
-	Attempts   int       `json:"attempts"`
-	LastError  string    `json:"last_error,omitempty"`
-	Created    time.Time `json:"created"`
-	Updated    time.Time `json:"updated"`
+	ID         string `json:"id"`       // the manifest's stem: unique in the spool at a time
+	State      string `json:"state"`    // see the State constants
+	Manifest   string `json:"manifest"` // manifest file name
+	Data       string `json:"data"`     // raw file name
+	Name       string `json:"name"`     // dataset name
+	LayersDone int64  `json:"layers_done"`
+	Attempts   int    `json:"attempts"`
+	LastError  string `json:"last_error,omitempty"`
+	// RawSize and RawModTime are the raw file as claimed: it is released
+	// only if it still has them, so bytes written after the claim (an
+	// acquisition still running) are never deleted unconverted.
+	RawSize    int64     `json:"raw_size,omitempty"`
+	RawModTime time.Time `json:"raw_mtime,omitempty"`
+	// DestChecked records that the destination held no dataset of this
+	// name (or overwrite allowed replacing it) before the job wrote its
+	// first object; a resumed job does not ask again, since by then the
+	// objects there are its own.
+	DestChecked bool `json:"dest_checked,omitempty"`
+	// Archive is the directory release moves the files into, chosen once
+	// so a release redone after a crash reuses it.
+	Archive string    `json:"archive,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
 }
 
-// Upload is an open multipart upload a crash could leave behind.
+// Upload is a multipart upload of one object key that may be open on the
+// destination. A record with an empty ID is an intent: written before
+// CreateMultipartUpload is sent, so an upload created just before a crash
+// (whose id never reached the journal) is still known by its key.
 type Upload struct {
+	Key string `json:"key"`
+	ID  string `json:"id,omitempty"`
 	Job string `json:"job"`
-	ID  string `json:"id"`
 }
+
+// uploadKey is the journal key of an upload record: object key and upload
+// id, so a retry's new upload of the same key never hides an older one.
+func uploadKey(key, id string) []byte { return []byte(key + "\x00" + id) }
 
 var (
 	jobsBucket    = []byte("jobs")
@@ -129,24 +151,10 @@ func (j *Journal) Update(id string, fn func(*Job)) (*Job, error) {
 	return &job, err
 }
 
-// Delete removes a job record and any uploads it still lists.
+// Delete removes a job record. Its upload records stay: only a sweep that
+// found the uploads gone may drop them.
 func (j *Journal) Delete(id string) error {
-	return j.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(jobsBucket).Delete([]byte(id)); err != nil {
-			return err
-		}
-		ub := tx.Bucket(uploadsBucket)
-		c := ub.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var u Upload
-			if json.Unmarshal(v, &u) == nil && u.Job == id {
-				if err := c.Delete(); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	return j.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(jobsBucket).Delete([]byte(id)) })
 }
 
 // Jobs lists every job record.
@@ -165,27 +173,46 @@ func (j *Journal) Jobs() ([]*Job, error) {
 	return jobs, err
 }
 
-// AddUpload records an open multipart upload of key.
-func (j *Journal) AddUpload(key string, u Upload) error {
-	b, _ := json.Marshal(u)
-	return j.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(uploadsBucket).Put([]byte(key), b) })
+// AddUpload records an upload, or with an empty id the intent to start
+// one.
+func (j *Journal) AddUpload(u Upload) error {
+	b, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	return j.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(uploadsBucket).Put(uploadKey(u.Key, u.ID), b) })
 }
 
-// DoneUpload forgets a completed or aborted upload.
-func (j *Journal) DoneUpload(key string) error {
-	return j.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(uploadsBucket).Delete([]byte(key)) })
+// DoneUpload forgets one completed or aborted upload; the key's intent
+// stays until a sweep of its dataset has found nothing left.
+func (j *Journal) DoneUpload(key, id string) error {
+	return j.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(uploadsBucket).Delete(uploadKey(key, id)) })
 }
 
-// Uploads lists every recorded open upload by key.
-func (j *Journal) Uploads() (map[string]Upload, error) {
-	ups := map[string]Upload{}
+// DropUploads forgets every record (uploads and intents) whose key
+// starts with prefix: a sweep found none of them open any more.
+func (j *Journal) DropUploads(prefix string) error {
+	return j.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(uploadsBucket).Cursor()
+		for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Next() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Uploads lists every upload and intent record.
+func (j *Journal) Uploads() ([]Upload, error) {
+	var ups []Upload
 	err := j.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(uploadsBucket).ForEach(func(k, v []byte) error {
+		return tx.Bucket(uploadsBucket).ForEach(func(_, v []byte) error {
 			var u Upload
 			if err := json.Unmarshal(v, &u); err != nil {
 				return err
 			}
-			ups[string(k)] = u
+			ups = append(ups, u)
 			return nil
 		})
 	})

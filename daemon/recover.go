@@ -8,37 +8,48 @@ import (
 	"go.uber.org/zap"
 )
 
-// recover picks up after a crash: multipart uploads the journal recorded as
-// open are aborted (their shards are rewritten whole), half-claimed jobs
-// are claimed fully, and every job is queued again at its first incomplete
-// shard layer.
+// recover picks up after a crash: half-claimed jobs are claimed fully (or
+// the claim is undone), the uploads of every journaled dataset are aborted
+// (their shards are rewritten whole), and every job is queued again at its
+// first incomplete shard layer. One job's inconsistent state never stops
+// the daemon: that job is undone or failed with a reason, and the rest are
+// served. Only a journal that cannot be read is fatal.
 func (d *Daemon) recover(ctx context.Context) error {
-	ups, err := d.journal.Uploads()
-	if err != nil {
-		return err
-	}
-	for key, u := range ups {
-		if d.s3 != nil {
-			if err := d.s3.AbortUpload(ctx, key, u.ID); err != nil {
-				return fmt.Errorf("aborting stale upload of %s: %w", key, err)
-			}
-			d.log.Info("aborted a stale multipart upload", zap.String("key", key), zap.String("job", u.Job))
-		}
-		if err := d.journal.DoneUpload(key); err != nil {
-			return err
-		}
-	}
 	jobs, err := d.journal.Jobs()
 	if err != nil {
-		return err
+		return fmt.Errorf("journal: %w", err)
+	}
+	ups, err := d.journal.Uploads()
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	// No job runs yet: every upload of a journaled dataset is stale.
+	names := map[string]bool{}
+	for _, j := range jobs {
+		names[j.Name] = true
+	}
+	for _, u := range ups {
+		if n := nameOfKey(u.Key); n != "" {
+			names[n] = true
+		}
+	}
+	for name := range names {
+		if err := d.sweepDataset(ctx, name); err != nil {
+			// An outage at start must not keep the daemon down: the job's
+			// own sweeps (before its retry and its release) and the
+			// periodic one try again.
+			d.log.Warn("recovery: uploads not aborted yet", zap.String("dataset", name), zap.Error(err))
+		}
 	}
 	for _, job := range jobs {
+		log := d.log.With(zap.String("job", job.ID), zap.String("dataset", job.Name))
 		if job.State == StateClaiming {
 			if err := d.finishClaim(job); err != nil {
-				return fmt.Errorf("job %s: finishing its claim: %w", job.ID, err)
+				d.undoClaim(log, job, fmt.Errorf("finishing its claim after a restart: %w", err))
+				continue
 			}
 		}
-		d.log.Info("recovered job", zap.String("job", job.ID), zap.String("state", job.State), zap.Int64("layers_done", job.LayersDone))
+		log.Info("recovered job", zap.String("state", job.State), zap.Int64("layers_done", job.LayersDone))
 		d.enqueue(item{id: job.ID, manifest: job.Manifest, data: job.Data, name: job.Name, recovered: true})
 	}
 	return nil

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -12,8 +14,9 @@ import (
 )
 
 // scan looks at every manifest in the spool: a complete, valid acquisition
-// is queued; bad input is failed at once; a raw file of the wrong size (or
-// none yet) waits until its size has been stable for the settle time.
+// is queued once its files have held still for the settle time; bad input
+// is failed at once; a raw file of the wrong size (or none yet) waits
+// until its size has been stable for the settle time, then fails.
 func (d *Daemon) scan() {
 	names, err := manifests(d.opt.SpoolDir)
 	if err != nil {
@@ -26,17 +29,34 @@ func (d *Daemon) scan() {
 		return
 	}
 	defer root.Close()
+	claimed := d.claimedRaws()
+	// owner: the first manifest (in arrival order) to name each raw file.
+	// A later one naming the same file is bad input, but the file is the
+	// first one's and stays where it is.
+	owner := map[string]string{}
 	seen := map[string]bool{}
 	for _, name := range names {
 		id := strings.TrimSuffix(name, ".json")
 		seen[id] = true
+		data := dataName(root, id, name)
+		first, taken := owner[data]
+		if data != "" && !taken {
+			owner[data] = name
+		}
 		if d.isActive(id) {
 			continue
 		}
 		if _, err := d.journal.Get(id); err == nil {
 			continue // an earlier acquisition of the same name is still being worked on
 		}
-		d.consider(root, id, name)
+		if taken {
+			d.clearWaiting(id)
+			d.failSpool(id, name, false, &pipeline.InputError{Err: fmt.Errorf(
+				"manifest %s names raw file %s, which manifest %s names too: one raw file feeds one acquisition, so the first keeps it and this manifest is set aside",
+				name, data, first)})
+			continue
+		}
+		d.consider(root, id, name, claimed[data])
 	}
 	d.mu.Lock()
 	for id := range d.waiting {
@@ -48,13 +68,35 @@ func (d *Daemon) scan() {
 	d.mu.Unlock()
 }
 
-func (d *Daemon) consider(root *os.Root, id, name string) {
+// claimedRaws maps each raw file name that a journaled job has claimed to
+// that job, so a manifest whose raw file was taken can say by whom.
+func (d *Daemon) claimedRaws() map[string]string {
+	out := map[string]string{}
+	jobs, err := d.journal.Jobs()
+	if err != nil {
+		return out
+	}
+	for _, j := range jobs {
+		out[j.Data] = fmt.Sprintf("acquisition %s (manifest %s)", j.ID, j.Manifest)
+	}
+	return out
+}
+
+// consider judges one manifest; claimedBy names the job that holds a raw
+// file of the same name, if any.
+func (d *Daemon) consider(root *os.Root, id, name, claimedBy string) {
 	src, err := pipeline.OpenSourceIn(root, d.opt.SpoolDir, name)
 	if err == nil {
 		data, dsName := src.RawName, src.Manifest.Name
 		src.Close()
 		if err = errors.Join(checkLinks(root, name), checkLinks(root, data)); err == nil {
 			if _, err = pipeline.NewPlan(src.Manifest, data, src.RawSize, pipeline.Options{MemoryBudget: 1 << 62}); err == nil {
+				// Valid now, but the acquisition may still be writing (a
+				// raw file whose first dimension is open is valid at
+				// every whole frame): claimed only once it holds still.
+				if !d.settled(root, id, name) {
+					return
+				}
 				d.clearWaiting(id)
 				if d.busyName(dsName) {
 					return // the same dataset is being written: wait for it
@@ -71,20 +113,44 @@ func (d *Daemon) consider(root *os.Root, id, name string) {
 	if isWaitable(err) && !d.settled(root, id, name) {
 		return
 	}
+	if claimedBy != "" && errors.Is(err, fs.ErrNotExist) || claimedBy != "" && strings.Contains(err.Error(), "does not exist") {
+		err = &pipeline.InputError{Err: fmt.Errorf("%w; a raw file of that name was claimed by %s, and one raw file feeds one acquisition", err, claimedBy)}
+	}
 	d.clearWaiting(id)
-	d.failSpool(id, name, err)
+	d.failSpool(id, name, true, err)
 }
 
-// settled reports whether an acquisition's raw file has kept one size for
-// the settle time; it starts or restarts the clock otherwise.
+// fileState is what settling watches of a file: it must hold still.
+type fileState struct {
+	size  int64 // -1: no such file
+	mtime time.Time
+}
+
+func statIn(root *os.Root, name string) fileState {
+	if name == "" {
+		return fileState{size: -1}
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return fileState{size: -1}
+	}
+	return fileState{size: fi.Size(), mtime: fi.ModTime()}
+}
+
+// settled reports whether an acquisition's raw file and manifest have kept
+// their size and mtime for the settle time; it starts or restarts the
+// clock otherwise. With settle 0 the first look is enough.
 func (d *Daemon) settled(root *os.Root, id, name string) bool {
-	size := rawSize(root, dataName(root, id, name))
+	if d.opt.Settle <= 0 {
+		return true
+	}
+	raw, man := statIn(root, dataName(root, id, name)), statIn(root, name)
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	p, ok := d.waiting[id]
-	if !ok || p.size != size {
-		d.waiting[id] = pending{size: size, since: now}
+	if !ok || p.raw != raw || p.manifest != man {
+		d.waiting[id] = pending{raw: raw, manifest: man, since: now}
 		d.m.waiting.Set(float64(len(d.waiting)))
 		return false
 	}

@@ -68,21 +68,13 @@ func checkLinks(root *os.Root, name string) error {
 	return nil
 }
 
-// pending tracks acquisitions whose raw file disagrees with the manifest
-// (or is missing): they are rechecked until the size has been stable for
-// the settle time, then failed.
+// pending tracks acquisitions that are not ready to claim: files still
+// changing, or a raw file that disagrees with the manifest (or is
+// missing). They are rechecked until nothing has changed for the settle
+// time, then claimed or failed.
 type pending struct {
-	size  int64
-	since time.Time
-}
-
-// rawSize is the raw file's size, or -1 when it does not exist.
-func rawSize(root *os.Root, name string) int64 {
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return -1
-	}
-	return fi.Size()
+	raw, manifest fileState
+	since         time.Time
 }
 
 // isWaitable reports input errors that may heal as the acquisition

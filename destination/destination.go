@@ -41,7 +41,7 @@ type Spec struct {
 	MaxBackoff         time.Duration
 	NoRequestChecksums bool
 	ConditionalWrites  string
-	OnRetry            func() // S3 only: called before every retried request
+	OnRetry            func(error) // S3 only: called before every retried request, with its failure
 }
 
 // Open opens the destination; an S3 one is probed (bucket, credentials,
@@ -95,4 +95,18 @@ func SplitDataset(arg string) (destURL, root string) {
 	}
 	arg = strings.TrimPrefix(arg, "file://")
 	return filepath.Dir(arg), filepath.Base(arg)
+}
+
+// RemoveDataset deletes a stored dataset (overwrite: true).
+func RemoveDataset(ctx context.Context, d Dest, root string) error {
+	r, ok := d.(interface {
+		RemoveAll(ctx context.Context, prefix string) error
+	})
+	if !ok {
+		return fmt.Errorf("%s: this destination cannot remove a dataset", root)
+	}
+	if err := r.RemoveAll(ctx, root); err != nil {
+		return fmt.Errorf("removing %s: %w", Describe(d, root), err)
+	}
+	return nil
 }

@@ -238,3 +238,22 @@ func (d *Dir) Size(_ context.Context, key string) (int64, error) {
 	}
 	return fi.Size(), nil
 }
+
+// RemoveAll removes everything under a key prefix (a dataset root).
+func (d *Dir) RemoveAll(_ context.Context, prefix string) error {
+	p, err := d.path(prefix)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	for dir := range d.made {
+		if dir == p || strings.HasPrefix(dir, p+string(filepath.Separator)) {
+			delete(d.made, dir)
+		}
+	}
+	d.mu.Unlock()
+	return syncDir(filepath.Dir(p))
+}

@@ -39,7 +39,7 @@ type Config struct {
 	ProbeTimeout       time.Duration // bound on the startup checks
 	NoRequestChecksums bool          // older servers: send checksums only where an operation requires them
 	ConditionalWrites  string        // auto (probe), on, off: If-None-Match: * on PutObject and CompleteMultipartUpload
-	OnRetry            func()        // called before every retried request (metrics)
+	OnRetry            func(error)   // called before every retried request, with the failure that caused it
 }
 
 // WithDefaults fills unset fields.

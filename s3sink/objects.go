@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -171,7 +173,30 @@ func (s *Sink) List(ctx context.Context, rel string) ([]string, error) {
 
 // Upload is one multipart upload in progress.
 type Upload struct {
-	Key, ID string
+	Key, ID   string // the full object key and the upload id
+	Initiated time.Time
+}
+
+// DatasetPrefix is the full key prefix of everything under a dataset
+// root, slash-terminated so a sibling whose name starts alike is not
+// included.
+func (s *Sink) DatasetPrefix(root string) string {
+	return s.key(root) + "/"
+}
+
+// Prefix is the full key prefix of the destination ("" for a whole
+// bucket), slash-terminated when not empty.
+func (s *Sink) Prefix() string {
+	if s.prefix == "" {
+		return ""
+	}
+	return strings.TrimSuffix(s.prefix, "/") + "/"
+}
+
+// UploadsUnder lists the multipart uploads whose full key starts with
+// prefix (a DatasetPrefix or Prefix).
+func (s *Sink) UploadsUnder(ctx context.Context, prefix string) ([]Upload, error) {
+	return s.pendingUploads(ctx, prefix)
 }
 
 // PendingUploads lists the multipart uploads under rel that were started
@@ -189,7 +214,7 @@ func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]Upload, err
 			return nil, fmt.Errorf("list multipart uploads %s: %w", prefix, err)
 		}
 		for _, u := range out.Uploads {
-			ups = append(ups, Upload{Key: aws.ToString(u.Key), ID: aws.ToString(u.UploadId)})
+			ups = append(ups, Upload{Key: aws.ToString(u.Key), ID: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)})
 		}
 		if !aws.ToBool(out.IsTruncated) {
 			return ups, nil
@@ -205,4 +230,23 @@ func (s *Sink) AbortUpload(ctx context.Context, key, id string) error {
 		return nil
 	}
 	return err
+}
+
+// RemoveAll deletes every object under a destination-relative prefix (a
+// dataset root), the group document first so no reader trusts what
+// remains meanwhile.
+func (s *Sink) RemoveAll(ctx context.Context, rel string) error {
+	if err := s.Delete(ctx, path.Join(rel, "zarr.json")); err != nil {
+		return err
+	}
+	keys, err := s.List(ctx, rel)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := s.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -33,9 +33,12 @@ type Sink struct {
 	parts       sync.Pool // *[]byte of PartSize
 	conditional bool      // send If-None-Match: * on PutObject and CompleteMultipartUpload
 
-	// OnUpload and OnUploadDone, when set before the first write, see every
-	// multipart upload start and finish: a journal records open upload ids
-	// so a crashed job's uploads can be aborted on restart.
+	// BeforeUpload, OnUpload and OnUploadDone, when set before the first
+	// write, see every multipart upload about to start, started and
+	// finished (completed or aborted): a journal records intents and open
+	// upload ids so a crashed job's uploads can be aborted on restart. An
+	// error from BeforeUpload fails the write before anything is created.
+	BeforeUpload func(key string) error
 	OnUpload     func(key, uploadID string)
 	OnUploadDone func(key, uploadID string)
 }
@@ -217,10 +220,10 @@ var errNoChecksum = errors.New("HeadObject returned no CRC64NVME")
 // attempt.
 type countingRetryer struct {
 	aws.RetryerV2
-	onRetry func()
+	onRetry func(error)
 }
 
 func (r countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
-	r.onRetry()
+	r.onRetry(err)
 	return r.RetryerV2.RetryDelay(attempt, err)
 }

@@ -103,6 +103,13 @@ func (w *shardWriter) Write(p []byte) (int, error) {
 // the SDK can resend it on every retry.
 func (w *shardWriter) sendPart() error {
 	if w.uploadID == "" {
+		if w.s.BeforeUpload != nil {
+			if err := w.s.BeforeUpload(w.key); err != nil {
+				err = fmt.Errorf("recording the intent to upload: %w", err)
+				w.fail(err)
+				return err
+			}
+		}
 		out, err := w.s.client.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{
 			Bucket:            &w.s.bucket,
 			Key:               &w.key,
@@ -263,6 +270,8 @@ func (w *shardWriter) abort() {
 	defer cancel()
 	if err := w.s.AbortUpload(ctx, w.key, w.uploadID); err != nil {
 		w.s.log.Warn("abort multipart upload failed; it stays until aborted", zap.String("key", w.key), zap.String("upload_id", w.uploadID), zap.Error(err))
+	} else if w.s.OnUploadDone != nil {
+		w.s.OnUploadDone(w.key, w.uploadID)
 	}
 	w.uploadID = ""
 }

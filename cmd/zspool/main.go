@@ -64,7 +64,7 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		if !errors.Is(err, errUsageShown) {
+		if !errors.Is(err, errUsageShown) && !errors.Is(err, errLogged) {
 			fmt.Fprintln(os.Stderr, "zspool:", err)
 		}
 		os.Exit(code)
@@ -72,6 +72,15 @@ func main() {
 }
 
 var errUsageShown = errors.New("usage shown")
+
+// errLogged marks an error the command has already reported (the daemon
+// logs its fatal errors as JSON lines, like every other message of its).
+var errLogged = errors.New("already logged")
+
+// logged wraps an error that was already written to the log.
+func logged(code int, err error) error {
+	return &exitError{code: code, err: fmt.Errorf("%w%w", err, errLogged)}
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {

@@ -45,7 +45,7 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 		Settle: time.Duration(c.Settle), RescanInterval: time.Duration(c.RescanInterval),
 		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
 		JobBackoff:      time.Duration(c.Retry.JobBackoff), JobMaxBackoff: time.Duration(c.Retry.JobMaxBackoff),
-		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder, ZstdChecksum: c.ZstdChecksum,
+		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder, ZstdChecksum: c.ZstdChecksum, Overwrite: c.Overwrite,
 		GPU: plansGPU(c.Engine),
 	}
 	if c.Metrics.Enabled() {
@@ -74,18 +74,25 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() == 1 {
 		*path = fs.Arg(0)
 	}
+	// Every message of the daemon is a JSON line, its fatal ones too: a
+	// config error is logged by a bootstrap logger before the configured
+	// one exists.
+	boot, _ := jsonLogger(stderr, "info")
 	cfg, err := config.LoadDaemon(*path)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		boot.Error("cannot start: config", zap.String("config", *path), zap.Error(err))
+		return logged(2, err)
 	}
 	log, err := jsonLogger(stderr, cfg.LogLevel)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		boot.Error("cannot start: config", zap.String("config", *path), zap.Error(err))
+		return logged(2, err)
 	}
 	defer log.Sync()
 	opt, err := daemonOptions(cfg)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		log.Error("cannot start: config", zap.String("config", *path), zap.Error(err))
+		return logged(2, err)
 	}
 	// The first SIGTERM/SIGINT stops intake and lets running shard layers
 	// finish; a second one exits at once — the journal makes that safe.
@@ -111,9 +118,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	d, err := daemon.New(runCtx, log, opt)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
-		return err
+		return logged(1, err)
 	}
-	return d.Run(runCtx)
+	if err := d.Run(runCtx); err != nil {
+		log.Error("stopped on a fatal error", zap.Error(err))
+		return logged(1, err)
+	}
+	return nil
 }
 
 func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
