@@ -206,15 +206,21 @@ func (s *Sink) PendingUploads(ctx context.Context, rel string) ([]Upload, error)
 }
 
 func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]Upload, error) {
+	// The whole bucket is listed and filtered here: MinIO answers a
+	// ListMultipartUploads prefix only when it is a whole object key (any
+	// other prefix lists nothing), so a prefix sent to the server would
+	// hide exactly the uploads a sweep is looking for.
 	var ups []Upload
-	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: &prefix}
+	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket}
 	for {
 		out, err := s.client.ListMultipartUploads(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list multipart uploads %s: %w", prefix, err)
 		}
 		for _, u := range out.Uploads {
-			ups = append(ups, Upload{Key: aws.ToString(u.Key), ID: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)})
+			if key := aws.ToString(u.Key); strings.HasPrefix(key, prefix) {
+				ups = append(ups, Upload{Key: key, ID: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)})
+			}
 		}
 		if !aws.ToBool(out.IsTruncated) {
 			return ups, nil

@@ -345,39 +345,6 @@ func (p *switchProxy) up(t *testing.T) {
 	p.serve(ln)
 }
 
-func TestAJobWaitsOutAMinuteWithoutTheDestinationAndCompletes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: this test waits 60 s by design")
-	}
-	b := startBackend(t, s3test.StartMinIO)
-	proxy := newSwitchProxy(t, strings.TrimPrefix(b.srv.Endpoint, "http://"))
-	e := startDaemon(t, b.spec("http://"+proxy.addr, "outage"), func(o *daemon.Options) { o.ConcurrentJobs = 1 })
-	// Enough layers that the outage lands mid-job.
-	a := newAcquisition("outage", "uint16", []dimSpec{{64, 1, 1}, {512, 128, 4}, {512, 128, 4}})
-	a.randomRaw(42, 64*512*512)
-	e.drop(a)
-	e.waitFor("the first shard layer", func() bool { return e.metric("zspool_shard_layers_total") >= 1 })
-	proxy.down()
-	downAt := time.Now()
-	e.waitFor("the job to notice", func() bool { return e.metric(`zspool_jobs_total{outcome="retried"}`) >= 1 })
-	for time.Since(downAt) < 60*time.Second {
-		if _, failed := e.failedReport("outage"); failed || e.archived("outage") {
-			t.Fatal("the job ended while the destination was down")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	proxy.up(t)
-	e.waitFor("the job to complete", func() bool { return e.archived("outage") })
-	if _, failed := e.failedReport("outage"); failed {
-		t.Fatal("an outage quarantined the job")
-	}
-	args := append([]string{"verify", "s3://" + testBucket + "/outage/outage.ome.zarr", "--raw", filepath.Join(e.opt.StateDir, "archive", "outage", "outage.raw")}, b.flags(b.srv.Endpoint)...)
-	if out, stderr, err := zspool(t, args...); err != nil {
-		t.Fatalf("verify: %v\n%s%s", err, out, stderr)
-	}
-	t.Logf("retries while down: %v jobs, %v requests", e.metric(`zspool_jobs_total{outcome="retried"}`), e.metric("zspool_upload_retries_total"))
-}
-
 var _ = zarr.ErrNotFound
 
 func optionsFor(spool, state string) daemon.Options {
