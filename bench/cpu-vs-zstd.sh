@@ -17,7 +17,9 @@ command -v zstd >/dev/null || { echo "zstd CLI not found (apt-get install zstd)"
 go build -o "$work/zspool" "$here/cmd/zspool"
 
 "$work/zspool" bench --size "$size" --keep "$work/bench.raw" | tee "$work/zspool.out"
-zs_gbs=$(sed -n 's/^end-to-end:.* \([0-9.]*\) GB\/s.*/\1/p' "$work/zspool.out")
+# zspool prints GiB/s; the comparison below is in GB/s (10^9 bytes).
+zs_gibs=$(sed -n 's/^end-to-end:.* \([0-9.]*\) GiB\/s.*/\1/p' "$work/zspool.out")
+zs_gbs=$(awk -v g="$zs_gibs" 'BEGIN { printf "%.3f", g * 1.073741824 }')
 zs_ratio=$(sed -n 's/^end-to-end:.*ratio \([0-9.]*\),.*/\1/p' "$work/zspool.out")
 
 in_bytes=$(stat -c %s "$work/bench.raw")

@@ -304,7 +304,7 @@ var badDaemonCases = []badDaemonCase{
 	{name: "two documents are refused", doc: minimalDaemonConfig + "---\nengine: cpu\n", phrase: "more than one YAML document (the second starts on line 6)"},
 	{name: "a document that is a list is refused", doc: "- spool_dir: /s\n", phrase: "must be a YAML mapping of settings, got a list (line 1)"},
 	{name: "a tab used for indentation names its line", doc: "spool_dir: /s\n\tstate_dir: /t\n", phrase: "not valid YAML: line 2: found a tab character"},
-	{name: "a tab before a nested key names its line and hints at the tab", doc: "spool_dir: /s\ndestination:\n\turl: s3://b/p\n", phrase: "line 3: found character that cannot start any token (a tab?"},
+	{name: "a tab before a nested key names its line and hints at the tab", doc: "spool_dir: /s\ndestination:\n\turl: s3://bkt/p\n", phrase: "line 3: found character that cannot start any token (a tab?"},
 	{name: "bad indentation names its line", doc: "spool_dir: /s\n  state_dir: /t\nengine: cpu\n", phrase: "not valid YAML: line 2"},
 	{name: "an unclosed quote names its line", doc: "spool_dir: /s\nstate_dir: \"/t\n", phrase: "not valid YAML: line 2"},
 
@@ -317,7 +317,7 @@ var badDaemonCases = []badDaemonCase{
 	{name: "a duplicate nested key is refused", doc: daemonWith("", "region: a\nregion: b\n"), field: "destination.region", phrase: "appears on lines 5 and 6"},
 	{name: "a merge key is refused", doc: daemonWith("retry:\n  <<: {max_attempts: 3}\n", ""), field: "retry", phrase: "merge keys (<<) are not supported", line: 6},
 	{name: "a key without a value is refused", doc: daemonWith("settle:\n", ""), field: "settle", phrase: "has no value; give one, or remove the key", line: 5},
-	{name: "a section that is not a mapping is refused", doc: "spool_dir: /s\nstate_dir: /t\ndestination: s3://b/p\n", field: "destination", phrase: `want a mapping of url, endpoint, region`},
+	{name: "a section that is not a mapping is refused", doc: "spool_dir: /s\nstate_dir: /t\ndestination: s3://bkt/p\n", field: "destination", phrase: `want a mapping of url, endpoint, region`},
 
 	// Secrets.
 	{name: "a secret key under destination is refused without echoing it", doc: daemonWith("", "secret_key: hunter2-wJalrXUtnFEMI\n"), field: "destination.secret_key", phrase: secretMsg, line: 5, absent: "hunter2"},
@@ -325,13 +325,15 @@ var badDaemonCases = []badDaemonCase{
 	{name: "a secret inside an unknown block is found and not echoed", doc: daemonWith("", "s3:\n  aws_secret_access_key: hunter2\n"), field: "destination.s3.aws_secret_access_key", phrase: "use the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or credentials_file", absent: "hunter2", also: 1},
 	{name: "a secret at the top level is refused too", doc: daemonWith("password: hunter2\n", ""), field: "password", phrase: secretMsg, absent: "hunter2"},
 	{name: "credentials in the destination URL are refused without echoing them", doc: strings.Replace(minimalDaemonConfig, "s3://bucket", "s3://AKIAEXAMPLE:hunter2@bucket", 1), field: "destination.url", phrase: "must not carry credentials", absent: "hunter2"},
+	{name: "a bucket name S3 refuses names the rule", doc: strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "s3://zb/prefix", 1), field: "destination.url", phrase: `bucket "zb" is 2 characters long; S3 bucket names have 3 to 63`},
+	{name: "an uppercase bucket name names the rule", doc: strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "s3://Data_Lake/prefix", 1), field: "destination.url", phrase: "use lowercase letters, digits, dots and hyphens"},
 	{name: "a presigned query in the destination URL is refused without echoing it", doc: strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "s3://bucket/prefix?X-Amz-Signature=hunter2", 1), field: "destination.url", phrase: "has a query or fragment", absent: "hunter2"},
 	{name: "a query in the endpoint is refused without echoing it", doc: daemonWith("", "endpoint: https://minio:9000/?token=hunter2\n"), field: "destination.endpoint", phrase: "has a path, query or fragment", absent: "hunter2"},
 	{name: "a query in a file URL is refused without echoing it", doc: strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "file:///srv/out?key=hunter2", 1), field: "destination.url", phrase: "has a query or fragment", absent: "hunter2"},
 	{name: "credentials in the endpoint are refused without echoing them", doc: daemonWith("", "endpoint: https://admin:hunter2@minio:9000\n"), field: "destination.endpoint", phrase: "must not carry credentials", absent: "hunter2"},
 
 	// Directories.
-	{name: "spool_dir is required", doc: "state_dir: /t\ndestination:\n  url: s3://b/p\n", field: "spool_dir", phrase: "required"},
+	{name: "spool_dir is required", doc: "state_dir: /t\ndestination:\n  url: s3://bkt/p\n", field: "spool_dir", phrase: "required"},
 	{name: "a relative spool_dir is refused", doc: strings.Replace(minimalDaemonConfig, "/srv/spool", "spool", 1), field: "spool_dir", phrase: `must be an absolute path, got "spool"`, line: 1},
 	{name: "a relative state_dir is refused", doc: strings.Replace(minimalDaemonConfig, "/srv/state", "./state", 1), field: "state_dir", phrase: "must be an absolute path", line: 2},
 	{name: "the root directory is refused as the spool", doc: strings.Replace(minimalDaemonConfig, "/srv/spool", "/", 1), field: "spool_dir", phrase: "must not be the root directory"},
@@ -450,7 +452,7 @@ func checkDaemonError(t *testing.T, err error, tc badDaemonCase) {
 }
 
 func TestEveryViolationIsReportedAtOnce(t *testing.T) {
-	doc := "spool_dir: spool\nstate_dir: /t\nengine: cuda\nconcurrent_jobs: 0\ndestination:\n  url: s3://b/p\n  part_size: 1MiB\n  token: hunter2\nlog_level: loud\n"
+	doc := "spool_dir: spool\nstate_dir: /t\nengine: cuda\nconcurrent_jobs: 0\ndestination:\n  url: s3://bkt/p\n  part_size: 1MiB\n  token: hunter2\nlog_level: loud\n"
 	_, err := ParseDaemon([]byte(doc))
 	if err == nil {
 		t.Fatal("accepted")

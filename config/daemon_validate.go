@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -200,6 +201,9 @@ func parseDestination(s string) (parsedDestination, string) {
 		}
 		if !isToken(bucket, ".-_") {
 			return parsedDestination{}, quoteURL(s) + ": bucket " + quote(bucket) + " is not a bucket name: want letters, digits, . - and _ (no port: the server goes in destination.endpoint)"
+		}
+		if msg := BucketNameProblem(bucket); msg != "" {
+			return parsedDestination{}, quoteURL(s) + ": bucket " + quote(bucket) + " " + msg
 		}
 		prefix = strings.Trim(prefix, "/")
 		if prefix != "" {
@@ -480,3 +484,22 @@ func RedactURL(s string) string {
 
 // quoteURL quotes a URL for a message, redacted.
 func quoteURL(s string) string { return quote(RedactURL(s)) }
+
+// BucketNameProblem says why S3 would refuse a bucket name, or "". The
+// rules are S3's general-purpose bucket naming rules; servers answer a
+// breach with a bare "400 Bad Request" that names none of them.
+func BucketNameProblem(b string) string {
+	switch {
+	case len(b) < 3 || len(b) > 63:
+		return fmt.Sprintf("is %d characters long; S3 bucket names have 3 to 63", len(b))
+	case strings.Trim(b, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "":
+		return "has characters S3 does not allow in bucket names: use lowercase letters, digits, dots and hyphens"
+	case !isAlnum(b[0]) || !isAlnum(b[len(b)-1]):
+		return "must begin and end with a lowercase letter or a digit"
+	case strings.Contains(b, ".."):
+		return "must not contain two adjacent dots"
+	}
+	return ""
+}
+
+func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }

@@ -7,6 +7,7 @@ package s3sink
 
 import (
 	"fmt"
+	"github.com/zspool/zspool/config"
 	"net/url"
 	"strings"
 	"time"
@@ -101,6 +102,9 @@ func ParseURL(s string) (bucket, prefix string, err error) {
 	prefix = strings.Trim(prefix, "/")
 	if bucket == "" {
 		return "", "", fmt.Errorf("destination %q: no bucket", s)
+	}
+	if msg := config.BucketNameProblem(bucket); msg != "" {
+		return "", "", fmt.Errorf("destination %q: bucket %q %s", s, bucket, msg)
 	}
 	for _, part := range strings.Split(prefix, "/") {
 		if part == "." || part == ".." {

@@ -670,7 +670,7 @@ func TestVerifyFailsWithAClearErrorOnBrokenDatasets(t *testing.T) {
 		{
 			name: "a raw file shorter than the array",
 			raw:  func(b []byte) []byte { return b[:len(b)-1] },
-			want: []string{"raw file at byte 629"},
+			want: []string{"the raw file is shorter than level 0: it ends at byte 629, level 0 holds 630 bytes"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,6 +46,9 @@ func Verify(ctx context.Context, ds *Dataset, raw io.ReaderAt, progress func(int
 					if err == nil {
 						err = io.ErrUnexpectedEOF
 					}
+					if err == io.EOF || err == io.ErrUnexpectedEOF {
+						return rep, fmt.Errorf("the raw file is shorter than level 0: it ends at byte %d, level 0 holds %d bytes", done+int64(n), a.Grid.Shape[0]*a.FrameBytes())
+					}
 					return rep, fmt.Errorf("raw file at byte %d: %w", done+int64(n), err)
 				}
 				if !bytes.Equal(buf, want) {

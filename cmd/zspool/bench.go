@@ -70,11 +70,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	depth := fs.Int64("depth", 0, "frames per chunk along t, i.e. per epoch (0: 1 on the CPU, 16 on the GPU)")
 	codec := fs.String("codec", "zstd", "zstd or none")
 	level := fs.Int("level", 1, "zstd level")
-	source := fs.String("source", "", "file: convert a synthetic raw file; pinned (GPU): synthetic frames placed in the engine's pinned staging buffers, no file (default: pinned for --engine gpu --codec none, file otherwise)")
+	source := fs.String("source", "", "file: convert a synthetic raw file; pinned (GPU): synthetic frames placed in the engine's pinned staging buffers, no file (default: pinned on the GPU engine unless --zstd-encoder klauspost with --codec zstd, file otherwise)")
 	keep := fs.String("keep", "", "write the synthetic raw file here and keep it (to compare other tools on the same bytes)")
 	multiscale := fs.Bool("multiscale", false, "convert twice, level 0 alone and with a mean pyramid over y and x (default levels), and report the pyramid's end-to-end rate against the single-level one")
 	var ef engineFlags
 	ef.register(fs)
+	_ = fs.MarkHidden("part-size") // bench writes to no S3 destination
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -375,8 +376,9 @@ func benchResult(w io.Writer, in, out int64, elapsed time.Duration, eng pipeline
 		ratio = float64(in) / float64(out)
 	}
 	rate := float64(in) / elapsed.Seconds()
-	fmt.Fprintf(w, "end-to-end: in %.3f GB, out %.3f GB, ratio %.4f, %.3f s, %.3f GB/s (%.3f GiB/s)\n",
-		float64(in)/1e9, float64(out)/1e9, ratio, elapsed.Seconds(), rate/1e9, rate/(1<<30))
+	// GiB and GiB/s, as convert and demo print them.
+	fmt.Fprintf(w, "end-to-end: in %.3f GiB, out %.3f GiB, ratio %.4f, %.3f s, %.3f GiB/s\n",
+		float64(in)/(1<<30), float64(out)/(1<<30), ratio, elapsed.Seconds(), rate/(1<<30))
 	if m, ok := eng.(interface {
 		MeasureCopies(reps int) (kernels.CopyRates, error)
 	}); ok {

@@ -128,8 +128,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return &exitError{code: 2, err: errUsageShown}
+		return missingArgs(fs, stderr, "acquisition argument (the manifest acq.json, or the raw file acq.raw beside it)")
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {

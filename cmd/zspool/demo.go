@@ -47,7 +47,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "converted: in %s, out %s, ratio %.2f, %.2fs\n", gib(res.BytesIn), gib(res.BytesOut), res.Ratio(), res.Elapsed.Seconds())
+	fmt.Fprintf(stdout, "converted: in %s, out %s, ratio %.2f, %.2fs, %.2f GiB/s\n", gib(res.BytesIn), gib(res.BytesOut), res.Ratio(), res.Elapsed.Seconds(),
+		float64(res.BytesIn)/(1<<30)/max(res.Elapsed.Seconds(), 1e-9))
 
 	ds, err := zarr.Open(ctx, sink, "demo_0001.ome.zarr")
 	if err != nil {
@@ -62,7 +63,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
-	fmt.Fprintf(stdout, "verified: %d shards, %d chunks, level 0 equals the raw file\n", rep.Shards, rep.Chunks)
+	fmt.Fprintf(stdout, "verified: %s, %s, level 0 equals the raw file\n", plural(int(rep.Shards), "shard"), plural(int(rep.Chunks), "chunk"))
 	fmt.Fprintf(stdout, "dataset: %s\n", res.where)
 	fmt.Fprintf(stdout, "view it: napari --plugin napari-ome-zarr %s\n", res.where)
 	return nil

@@ -161,12 +161,14 @@ metrics: {listen: "off"}
 			verified[name] = true
 		}
 	}
-	cmd := daemonProc(t, cfg, filepath.Join(base, "final.log"))
+	finalLog := filepath.Join(base, "final.log")
+	cmd := daemonProc(t, cfg, finalLog)
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		entries, _ := os.ReadDir(filepath.Join(state, "jobs"))
 		left, _ := os.ReadDir(spool)
-		if len(entries) == 0 && len(left) == 0 {
+		running, _ := os.ReadFile(finalLog) // SIGTERM is handled once it runs
+		if len(entries) == 0 && len(left) == 0 && strings.Contains(string(running), "zspool running") {
 			break
 		}
 		if time.Now().After(deadline) {

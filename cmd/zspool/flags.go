@@ -22,6 +22,18 @@ func newFlags(name, args string, stderr io.Writer) *pflag.FlagSet {
 	return fs
 }
 
+// missingArgs says what positional argument is missing, then shows the
+// usage: a bare list of flags does not tell a user what went wrong.
+func missingArgs(fs *pflag.FlagSet, stderr io.Writer, want string) error {
+	if fs.NArg() == 0 {
+		fmt.Fprintf(stderr, "zspool %s: missing %s\n\n", fs.Name(), want)
+	} else {
+		fmt.Fprintf(stderr, "zspool %s: want one %s, got %d arguments: %q\n\n", fs.Name(), want, fs.NArg(), fs.Args())
+	}
+	fs.Usage()
+	return &exitError{code: 2, err: errUsageShown}
+}
+
 // parseFlags parses and turns --help and flag errors into exit code 2.
 func parseFlags(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

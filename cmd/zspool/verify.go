@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/s3sink"
@@ -17,12 +20,16 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	quiet := fs.Bool("quiet", false, "no progress output")
 	var sf s3Flags
 	sf.register(fs)
+	// verify only reads: the flags that shape writes would only clutter
+	// its help.
+	for _, name := range []string{"max-parts-in-flight", "conditional-writes"} {
+		_ = fs.MarkHidden(name)
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return &exitError{code: 2, err: errUsageShown}
+		return missingArgs(fs, stderr, "dataset argument (DIR/acq.ome.zarr or s3://bucket/prefix/acq.ome.zarr)")
 	}
 	log, _ := newLogger(stderr, "info")
 	sf.conditional = "off" // verify only reads: no probe object is written
@@ -34,7 +41,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	ds, err := zarr.Open(ctx, store, root)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		if errors.Is(err, zarr.ErrNotFound) {
+			return &exitError{code: 1, err: fmt.Errorf("%s: no dataset here (no zarr.json)%s", dataset, datasetHint(destSpec, root))}
+		}
+		return &exitError{code: 1, err: fmt.Errorf("%s: %w", dataset, err)}
 	}
 	var raw io.ReaderAt
 	total := ds.Levels[0].Grid.Shape[0] * ds.Levels[0].FrameBytes()
@@ -52,10 +62,41 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("%s: FAILED: %w", dataset, err)}
 	}
-	msg := fmt.Sprintf("%s: ok: %d levels, %d shards, %d chunks decoded", dataset, rep.Levels, rep.Shards, rep.Chunks)
+	msg := fmt.Sprintf("%s: ok: %s, %s, %s decoded", dataset, plural(rep.Levels, "level"), plural(int(rep.Shards), "shard"), plural(int(rep.Chunks), "chunk"))
 	if raw != nil {
 		msg += fmt.Sprintf(", level 0 equals the raw file (%d bytes)", rep.RawCompared)
 	}
 	fmt.Fprintln(stdout, msg)
 	return nil
+}
+
+// datasetHint points at the datasets inside a local directory that was
+// given instead of one of them.
+func datasetHint(destSpec, root string) string {
+	if strings.Contains(destSpec, "://") && !strings.HasPrefix(destSpec, "file://") {
+		return ""
+	}
+	dir := filepath.Join(strings.TrimPrefix(destSpec, "file://"), root)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), ".ome.zarr") {
+			found = append(found, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return "; this directory holds " + strings.Join(found, ", ") + ": verify that"
+}
+
+// plural is "1 level", "2 levels".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What a new user meets first: help texts that say only what applies,
+// and messages that name the whole path and what is wrong.
+
+func TestHelpTextsListOnlyTheFlagsThatApplyAndTheTrueDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		args    []string
+		want    []string
+		notWant []string
+	}{
+		{"bench has no S3 part size and says when the source is pinned", []string{"bench", "--help"},
+			[]string{"--source", "pinned on the GPU engine unless --zstd-encoder klauspost"}, []string{"--part-size", "pinned for --engine gpu --codec none"}},
+		{"verify lists no write-only flag", []string{"verify", "--help"},
+			[]string{"--raw", "--endpoint"}, []string{"--max-parts-in-flight", "--conditional-writes", "--part-size"}},
+		{"convert with no argument says what is missing", []string{"convert"},
+			[]string{"missing acquisition argument", "Usage: zspool convert"}, nil},
+		{"verify with no argument says what is missing", []string{"verify"},
+			[]string{"missing dataset argument"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, stderr, _ := zspool(t, c.args...)
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("output lacks %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range c.notWant {
+				if strings.Contains(stderr, w) {
+					t.Errorf("output has %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestVerifyAndConvertMessagesNameThePathAndTheRule(t *testing.T) {
+	dir := t.TempDir()
+	a := newAcquisition("msg", "uint16", []dimSpec{{3, 1, 3}, {20, 20, 1}, {21, 21, 1}})
+	a.randomRaw(5, 3*20*21)
+	out := filepath.Join(dir, "out")
+	if _, stderr, err := zspool(t, "convert", a.write(t, dir), "--dest", out, "--quiet"); err != nil {
+		t.Fatalf("convert: %v\n%s", err, stderr)
+	}
+	short := filepath.Join(dir, "short.raw")
+	writeFile(t, short, string(a.raw[:len(a.raw)-10]))
+	missing := filepath.Join(dir, "nope.ome.zarr")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // in the error, or on stdout when the command succeeds
+	}{
+		{"a missing dataset is named with its directory", []string{"verify", missing}, missing + ": no dataset here"},
+		{"the parent of a dataset points at the dataset", []string{"verify", out}, "this directory holds " + filepath.Join(out, "msg.ome.zarr")},
+		{"a short raw file is called shorter than level 0", []string{"verify", filepath.Join(out, "msg.ome.zarr"), "--raw", short}, "the raw file is shorter than level 0"},
+		{"one level is not called levels", []string{"verify", filepath.Join(out, "msg.ome.zarr")}, "ok: 1 level, 1 shard, 3 chunks decoded"},
+		{"a bucket name S3 refuses names the rule", []string{"convert", filepath.Join(dir, "msg.json"), "--dest", "s3://zb/p", "--quiet"}, `bucket "zb" is 2 characters long; S3 bucket names have 3 to 63`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, _, err := zspool(t, c.args...)
+			got := stdout
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("got %q, want it to contain %q", got, c.want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "p")); err == nil {
+		t.Error("a refused destination left something behind")
+	}
+}
