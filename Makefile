@@ -2,18 +2,42 @@
 # `make test`; everything else here is a convenience.
 GO ?= go
 
-.PHONY: test demo build fuzz bench vet
-test: interop/node_modules/.installed s3-servers
+# Tools built from the module proxy are cached outside the repo, keyed by
+# version, like the S3 servers (see .ci/install-s3-servers.sh).
+TOOLS ?= $(or $(ZSPOOL_TOOLS),$(HOME)/.cache/zspool)
+GOTESTSUM_VERSION := v1.13.0
+GOTESTSUM := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)/gotestsum
+
+.PHONY: test demo build fuzz bench vet modules
+test: modules interop/node_modules/.installed s3-servers $(GOTESTSUM)
+	@echo "== go vet (builds every package: a few minutes the first time)"
 	$(GO) vet ./...
-	ZSPOOL_REQUIRE_INTEROP=1 ZSPOOL_REQUIRE_S3=1 ZSPOOL_REQUIRE_SYSTEMD=1 AWS_EC2_METADATA_DISABLED=true $(GO) test -race -count=1 -timeout 30m ./...
+	@echo "== tests with -race: about 25 minutes on 2 cores; each test is listed as it ends"
+	ZSPOOL_REQUIRE_INTEROP=1 ZSPOOL_REQUIRE_S3=1 ZSPOOL_REQUIRE_SYSTEMD=1 AWS_EC2_METADATA_DISABLED=true \
+	  $(GOTESTSUM) --format testname --format-hide-empty-pkg -- -race -count=1 -timeout 30m ./...
+
+# Downloads the modules once, quietly, instead of a screenful of
+# "go: downloading" lines in the middle of the build.
+modules:
+	@echo "== Go modules (downloaded once into the module cache)"
+	@$(GO) mod download
+
+# gotestsum reports each test as it ends, so a 25-minute run shows progress.
+$(GOTESTSUM):
+	@echo "== building gotestsum $(GOTESTSUM_VERSION) into $(dir $@)"
+	@mkdir -p $(dir $@)
+	cd $(dir $@) && GOBIN=$(abspath $(dir $@)) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
 
 # The independent reader (zarrita.js) the interop tests read our output with.
 interop/node_modules/.installed: interop/package.json interop/package-lock.json
 	npm ci --prefix interop --no-audit --no-fund
 	touch $@
 
-demo:
-	$(GO) run ./cmd/zspool demo
+demo: modules
+	@echo "== building zspool (a minute or two the first time, then cached)"
+	@mkdir -p .cache
+	$(GO) build -o .cache/zspool ./cmd/zspool
+	.cache/zspool demo
 
 build:
 	$(GO) build -o zspool ./cmd/zspool
