@@ -94,21 +94,28 @@ func (c Config) Validate() error {
 // ParseURL splits s3://bucket/prefix into bucket and prefix (no leading or
 // trailing slash).
 func ParseURL(s string) (bucket, prefix string, err error) {
+	shown := config.RedactURL(s) // a query may hold a presigned signature
 	rest, ok := strings.CutPrefix(s, "s3://")
 	if !ok {
-		return "", "", fmt.Errorf("destination %q: want s3://bucket/prefix", s)
+		return "", "", fmt.Errorf("destination %q: want s3://bucket/prefix", shown)
+	}
+	if strings.ContainsAny(rest, "?#") {
+		return "", "", fmt.Errorf("destination %q: has a query or fragment; want s3://bucket/prefix", shown)
+	}
+	if strings.Contains(strings.SplitN(rest, "/", 2)[0], "@") {
+		return "", "", fmt.Errorf("destination %q: must not carry credentials; use the environment or a credentials file", shown)
 	}
 	bucket, prefix, _ = strings.Cut(rest, "/")
 	prefix = strings.Trim(prefix, "/")
 	if bucket == "" {
-		return "", "", fmt.Errorf("destination %q: no bucket", s)
+		return "", "", fmt.Errorf("destination %q: no bucket", shown)
 	}
 	if msg := config.BucketNameProblem(bucket); msg != "" {
-		return "", "", fmt.Errorf("destination %q: bucket %q %s", s, bucket, msg)
+		return "", "", fmt.Errorf("destination %q: bucket %q %s", shown, bucket, msg)
 	}
 	for _, part := range strings.Split(prefix, "/") {
 		if part == "." || part == ".." {
-			return "", "", fmt.Errorf("destination %q: prefix has a . or .. component", s)
+			return "", "", fmt.Errorf("destination %q: prefix has a . or .. component", shown)
 		}
 	}
 	return bucket, prefix, nil

@@ -62,6 +62,7 @@ func TestVerifyAndConvertMessagesNameThePathAndTheRule(t *testing.T) {
 		{"the parent of a dataset points at the dataset", []string{"verify", out}, "this directory holds " + filepath.Join(out, "msg.ome.zarr")},
 		{"a short raw file is called shorter than level 0", []string{"verify", filepath.Join(out, "msg.ome.zarr"), "--raw", short}, "the raw file is shorter than level 0"},
 		{"one level is not called levels", []string{"verify", filepath.Join(out, "msg.ome.zarr")}, "ok: 1 level, 1 shard, 3 chunks decoded"},
+		{"a presigned query on the command line is refused and not echoed", []string{"convert", filepath.Join(dir, "msg.json"), "--dest", "s3://bucket/p?X-Amz-Signature=hunter2", "--quiet"}, `"s3://bucket/p?REDACTED": has a query or fragment`},
 		{"a bucket name S3 refuses names the rule", []string{"convert", filepath.Join(dir, "msg.json"), "--dest", "s3://zb/p", "--quiet"}, `bucket "zb" is 2 characters long; S3 bucket names have 3 to 63`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
