@@ -62,6 +62,7 @@ func logEvents(t *testing.T, path string) []map[string]any {
 }
 
 func TestSIGKILLAtTwentyFiveMomentsLosesNothingAndRedoesAtMostOneLayerPerRestart(t *testing.T) {
+	t.Parallel() // mostly waiting (kills, an outage): overlaps with the other slow ones
 	if testing.Short() {
 		t.Skip("-short: the crash test runs the daemon 26 times")
 	}

@@ -65,6 +65,7 @@ func TestAnUploadCreatedJustBeforeAKillIsAbortedAtTheNextStart(t *testing.T) {
 }
 
 func TestAJobOutlastingItsRetriesAbortsItsUploadsAndCompletes(t *testing.T) {
+	t.Parallel() // mostly waiting (kills, an outage): overlaps with the other slow ones
 	b := startBackend(t, s3test.StartMinIO)
 	proxy := newSwitchProxy(t, strings.TrimPrefix(b.srv.Endpoint, "http://"))
 	e := startDaemon(t, b.spec("http://"+proxy.addr, "outage"), func(o *daemon.Options) { o.ConcurrentJobs = 1 })
@@ -101,6 +102,7 @@ func TestAJobOutlastingItsRetriesAbortsItsUploadsAndCompletes(t *testing.T) {
 }
 
 func TestSixtyKillsAndAnOutageLeaveNoUploadAndEveryDatasetVerifies(t *testing.T) {
+	t.Parallel() // mostly waiting (kills, an outage): overlaps with the other slow ones
 	if testing.Short() {
 		t.Skip("-short: this test runs the daemon 62 times")
 	}

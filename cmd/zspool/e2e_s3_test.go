@@ -32,13 +32,7 @@ const testBucket = "zspool"
 
 func startBackend(t *testing.T, start func(testing.TB) *s3test.Server) *backend {
 	t.Helper()
-	// The SDK's default chain must never wander off to EC2 IMDS (a
-	// non-loopback address) or pick up a developer's own AWS settings.
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	// TestMain keeps the SDK away from IMDS and any AWS settings.
 	srv := start(t)
 	srv.CreateBucket(t, testBucket)
 	creds := filepath.Join(t.TempDir(), "credentials")
