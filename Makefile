@@ -36,11 +36,11 @@ interop/node_modules/.installed: interop/package.json interop/package-lock.json
 demo: modules
 	@echo "== building zspool (a minute or two the first time, then cached)"
 	@mkdir -p .cache
-	$(GO) build -o .cache/zspool ./cmd/zspool
+	$(GO) build -buildvcs=auto -o .cache/zspool ./cmd/zspool
 	.cache/zspool demo
 
 build:
-	$(GO) build -o zspool ./cmd/zspool
+	$(GO) build -buildvcs=auto -o zspool ./cmd/zspool
 
 vet:
 	$(GO) vet ./...
@@ -87,7 +87,7 @@ kernels-check:
 	$(GO) test -a -count=1 -tags hostsim ./kernels/internal/hostsim
 
 build-gpu:
-	$(CUDA_ENV) $(GO) build -tags cuda -o zspool ./cmd/zspool
+	$(CUDA_ENV) $(GO) build -buildvcs=auto -tags cuda -o zspool ./cmd/zspool
 
 vet-gpu:
 	$(CUDA_ENV) $(GO) vet -tags cuda ./...

@@ -4,7 +4,12 @@
 // any byte of data is touched.
 package config
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"math"
+
+	"github.com/zspool/zspool/zarr"
+)
 
 // ManifestVersion is the only manifest version this build understands.
 const ManifestVersion = 1
@@ -23,6 +28,8 @@ type Manifest struct {
 	Multiscale  *Multiscale     `json:"multiscale,omitempty"` // nil: level 0 only
 	Compression Compression     `json:"compression"`
 	Attributes  json.RawMessage `json:"attributes,omitempty"` // a JSON object or absent
+	OME         string          `json:"ome"`                  // auto, true or false: see OMERule
+	Channels    []Channel       `json:"channels,omitempty"`   // one per index of the channel dim, or none
 }
 
 // Dimension is one axis of the raw array, listed slowest to fastest.
@@ -32,7 +39,7 @@ type Dimension struct {
 	Size       int64   `json:"size"`            // dim 0 may be 0: inferred from the file size
 	Chunk      int64   `json:"chunk"`           // elements per chunk along this dim
 	Shard      int64   `json:"shard"`           // chunks per shard along this dim
-	Unit       string  `json:"unit,omitempty"`  // OME axis unit, free text
+	Unit       string  `json:"unit,omitempty"`  // OME axis unit: the spec's name for space and time axes
 	Scale      float64 `json:"scale,omitempty"` // OME scale, > 0
 	Downsample *bool   `json:"downsample,omitempty"`
 }
@@ -61,19 +68,7 @@ type Compression struct {
 type DType string
 
 // Size is the element size in bytes, or 0 for an unknown type.
-func (t DType) Size() int {
-	switch t {
-	case "uint8", "int8":
-		return 1
-	case "uint16", "int16":
-		return 2
-	case "uint32", "int32", "float32":
-		return 4
-	case "uint64", "int64", "float64":
-		return 8
-	}
-	return 0
-}
+func (t DType) Size() int { return zarr.DataTypeSize(string(t)) }
 
 // IsFloat reports whether the type is an IEEE-754 float.
 func (t DType) IsFloat() bool { return t == "float32" || t == "float64" }
@@ -81,4 +76,29 @@ func (t DType) IsFloat() bool { return t == "float32" || t == "float64" }
 // IsSigned reports whether the type is a signed integer.
 func (t DType) IsSigned() bool {
 	return t == "int8" || t == "int16" || t == "int32" || t == "int64"
+}
+
+// Range is the span of values the type holds, as a display window's
+// default: the integer types' full range; for floats, which have no
+// useful one, 0 to 1.
+func (t DType) Range() (lo, hi float64) {
+	switch t {
+	case "uint8":
+		return 0, math.MaxUint8
+	case "int8":
+		return math.MinInt8, math.MaxInt8
+	case "uint16":
+		return 0, math.MaxUint16
+	case "int16":
+		return math.MinInt16, math.MaxInt16
+	case "uint32":
+		return 0, math.MaxUint32
+	case "int32":
+		return math.MinInt32, math.MaxInt32
+	case "uint64":
+		return 0, math.MaxUint64
+	case "int64":
+		return math.MinInt64, math.MaxInt64
+	}
+	return 0, 1
 }

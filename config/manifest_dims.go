@@ -82,7 +82,7 @@ func parseDimName(fields map[string]json.RawMessage, dimPath string, i int, d *D
 }
 
 func parseDimType(fields map[string]json.RawMessage, dimPath string, d *Dimension, p *problems) {
-	d.Type = defaultDimType
+	d.Type = inferDimType(d.Name)
 	raw, given := fields["type"]
 	if !given {
 		return
@@ -171,8 +171,10 @@ func parseDimAxis(fields map[string]json.RawMessage, dimPath string, d *Dimensio
 		if unit, ok := decodeString(raw, field, p); ok {
 			if c, bad := hasControl(unit); bad {
 				p.add(field, "%s contains the control character %s", quote(unit), c)
+			} else if name, msg := normalizeUnit(d.Type, unit); msg != "" {
+				p.add(field, "%s", msg)
 			} else {
-				d.Unit = unit
+				d.Unit = name
 			}
 		}
 	}

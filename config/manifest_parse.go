@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-var manifestFields = []string{"version", "data", "dtype", "byte_order", "name", "dimensions", "multiscale", "compression", "attributes"}
+var manifestFields = []string{"version", "data", "dtype", "byte_order", "name", "dimensions", "multiscale", "compression", "channels", "ome", "attributes"}
 
 var (
 	dtypes          = []string{"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"}
@@ -27,7 +27,6 @@ const (
 	defaultCodec      = "zstd"
 	defaultMethod     = "mean"
 	defaultOrder      = "little"
-	defaultDimType    = "other"
 	rawFileSuffix     = ".raw"
 	reservedAttrKey   = "ome"
 	provenanceAttrKey = "zspool"
@@ -57,7 +56,9 @@ func ParseManifest(data []byte, stem string) (*Manifest, error) {
 	dtypeOK := parseDType(top, m, &p)
 	m.ByteOrder = oneOfAt(top, "byte_order", "byte_order", defaultOrder, byteOrders, &p)
 	parseName(top, stem, m, &p)
+	parseOMEChoice(top, m, &p)
 
+	before := len(p)
 	if rawDims, given := top["dimensions"]; !given {
 		p.add("dimensions", "required: 1…%d dimensions", maxDimensions)
 	} else {
@@ -68,9 +69,16 @@ func ParseManifest(data []byte, stem string) (*Manifest, error) {
 		}
 	}
 
+	// Rules about the dimensions as a whole (OME's axis order, channels
+	// per channel) only make sense over dimensions without problems.
+	dimsClean := len(p) == before
 	parseMultiscale(top, m, &p)
 	parseCompression(top, m, &p)
 	parseAttributes(top, m, &p)
+	parseChannels(top, m, dimsClean, &p)
+	if dimsClean {
+		checkOME(m, &p)
+	}
 
 	if len(p) > 0 {
 		return nil, errors.Join(p...)

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ const exampleManifest = `{
   ],
   "multiscale": {"method": "mean", "levels": 0},
   "compression": {"codec": "zstd", "level": 1},
+  "channels": [{"label": "DAPI", "color": "0000FF"}, {"label": "GFP", "color": "00FF00"}, {"label": "RFP", "color": "FF0000", "window": [100, 3000]}],
   "attributes": {"instrument": "scope-3", "operator": "ab"}
 }`
 
@@ -67,6 +69,9 @@ func TestTheManifestExampleParses(t *testing.T) {
 		Multiscale:  &Multiscale{Method: "mean", Levels: 0},
 		Compression: Compression{Codec: "zstd", Level: 1},
 		Attributes:  json.RawMessage(`{"instrument":"scope-3","operator":"ab"}`),
+		OME:         "auto",
+		Channels: []Channel{{Label: "DAPI", Color: "0000FF"}, {Label: "GFP", Color: "00FF00"},
+			{Label: "RFP", Color: "FF0000", Window: &[2]float64{100, 3000}}},
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Fatalf("got  %+v\nwant %+v", m, want)
@@ -91,12 +96,13 @@ func TestTheMinimalExampleTakesTheDocumentedDefaults(t *testing.T) {
 		ByteOrder: "little",
 		Name:      "acq_0001",
 		Dimensions: []Dimension{
-			{Name: "t", Type: "other", Size: 0, Chunk: 1, Shard: 5, Scale: 1},
-			{Name: "c", Type: "other", Size: 3, Chunk: 3, Shard: 1, Scale: 1},
+			{Name: "t", Type: "time", Size: 0, Chunk: 1, Shard: 5, Scale: 1},
+			{Name: "c", Type: "channel", Size: 3, Chunk: 3, Shard: 1, Scale: 1},
 			{Name: "y", Type: "space", Size: 2048, Chunk: 256, Shard: 8, Scale: 1},
 			{Name: "x", Type: "space", Size: 2048, Chunk: 256, Shard: 8, Scale: 1},
 		},
 		Compression: Compression{Codec: "zstd", Level: 1},
+		OME:         "auto",
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Fatalf("got  %+v\nwant %+v", m, want)
@@ -138,8 +144,28 @@ func TestEveryDefault(t *testing.T) {
 		{"big byte_order is kept", doc(`{"name":"x","size":4}`, `"byte_order":"big"`), "s", func(t *testing.T, m *Manifest) {
 			expect(t, "byte_order", m.ByteOrder, "big")
 		}},
-		{"type defaults to other", doc(`{"name":"x","size":4}`), "s", func(t *testing.T, m *Manifest) {
+		{"type defaults to other for an unconventional name", doc(`{"name":"q","size":4}`), "s", func(t *testing.T, m *Manifest) {
 			expect(t, "type", m.Dimensions[0].Type, "other")
+		}},
+		{"type is inferred from the conventional names", doc(`{"name":"t","size":4},{"name":"c","size":2},{"name":"z","size":3},{"name":"y","size":5},{"name":"x","size":6}`), "s", func(t *testing.T, m *Manifest) {
+			var got []string
+			for _, d := range m.Dimensions {
+				got = append(got, d.Type)
+			}
+			expect(t, "types", strings.Join(got, ","), "time,channel,space,space,space")
+		}},
+		{"ome defaults to auto", doc(`{"name":"y","size":4},{"name":"x","size":4}`), "s", func(t *testing.T, m *Manifest) {
+			expect(t, "ome", m.OME, "auto")
+		}},
+		{"unit spellings are normalised to the spec's names", doc(`{"name":"t","size":4,"unit":"ms"},{"name":"y","size":4,"unit":"um"},{"name":"x","size":4,"unit":"µm"}`), "s", func(t *testing.T, m *Manifest) {
+			expect(t, "units", m.Dimensions[0].Unit+","+m.Dimensions[1].Unit+","+m.Dimensions[2].Unit, "millisecond,micrometer,micrometer")
+		}},
+		{"British and plural spellings are normalised", doc(`{"name":"y","size":4,"unit":"Micrometres"},{"name":"x","size":4,"unit":"nanometers"}`), "s", func(t *testing.T, m *Manifest) {
+			expect(t, "units", m.Dimensions[0].Unit+","+m.Dimensions[1].Unit, "micrometer,nanometer")
+		}},
+		{"channels get labels, colours and windows", doc(`{"name":"c","size":2},{"name":"y","size":4},{"name":"x","size":4}`, `"channels":[{"label":"DAPI","color":"0000ff"},{"window":[100,3000]}]`), "s", func(t *testing.T, m *Manifest) {
+			expect(t, "channel 0", fmt.Sprintf("%s %s %v", m.Channels[0].Label, m.Channels[0].Color, m.Channels[0].Window), "DAPI 0000FF <nil>")
+			expect(t, "channel 1", fmt.Sprintf("%s %s %v", m.Channels[1].Label, m.Channels[1].Color, *m.Channels[1].Window), "c 1 FFFFFF [100 3000]")
 		}},
 		{"dim 0 chunk defaults to 1 even when large", doc(`{"name":"z","size":4096},{"name":"x","size":8}`), "s", func(t *testing.T, m *Manifest) {
 			expect(t, "chunk", m.Dimensions[0].Chunk, int64(1))

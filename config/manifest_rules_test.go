@@ -123,6 +123,25 @@ var badCases = []badCase{
 	{name: "a negative scale is refused", doc: edited(func(m map[string]any) { dim(m, 2)["scale"] = -0.5 }), field: "dimensions[2].scale", phrase: "-0.5 is not > 0"},
 	{name: "a scale that underflows to 0 is refused", doc: strings.Replace(exampleManifest, `"scale": 0.65}`, `"scale": 1e-400}`, 1), field: "dimensions[2].scale", phrase: "1e-400 is not > 0"},
 	{name: "an infinite scale is refused", doc: strings.Replace(exampleManifest, `"scale": 0.65}`, `"scale": 1e400}`, 1), field: "dimensions[2].scale", phrase: "not a finite 64-bit float"},
+	{name: "an unknown space unit is refused with a suggestion", doc: edited(func(m map[string]any) { dim(m, 2)["unit"] = "micrometr" }), field: "dimensions[2].unit", phrase: `"micrometr" is not a space unit OME-NGFF 0.5 knows; did you mean "micrometer"?`},
+	{name: "a furlong is not a space unit OME-NGFF knows", doc: edited(func(m map[string]any) { dim(m, 2)["unit"] = "furlong" }), field: "dimensions[2].unit", phrase: `"furlong" is not a space unit OME-NGFF 0.5 knows`},
+	{name: "a space unit on a time axis is refused", doc: edited(func(m map[string]any) { dim(m, 0)["unit"] = "micrometer" }), field: "dimensions[0].unit", phrase: `"micrometer" is a space unit, but this is a time axis`},
+	{name: "a unit on a channel axis is refused", doc: edited(func(m map[string]any) { dim(m, 1)["unit"] = "nanometer" }), field: "dimensions[1].unit", phrase: "a channel axis has no unit"},
+	{name: "ome true with dimensions OME cannot hold names the rule", doc: edited(func(m map[string]any) {
+		m["ome"] = true
+		m["dimensions"] = []any{map[string]any{"name": "y", "size": 4}, map[string]any{"name": "x", "size": 4}, map[string]any{"name": "t", "size": 3}}
+		delete(m, "channels")
+	}), field: "ome", phrase: "t is out of place"},
+	{name: "ome true with six dimensions is refused", doc: edited(func(m map[string]any) {
+		m["ome"] = "true"
+		m["dimensions"] = append(m["dimensions"].([]any), map[string]any{"name": "q", "size": 2}, map[string]any{"name": "r", "size": 2})
+	}), field: "ome", phrase: "allows 2 to 5 axes, not 6"},
+	{name: "an ome value other than auto, true, false is refused", doc: edited(func(m map[string]any) { m["ome"] = "yes" }), field: "ome", phrase: `"yes" is not one of "auto", true, false`},
+	{name: "channels without a channel dimension are refused", doc: edited(func(m map[string]any) { dim(m, 1)["type"] = "other" }), field: "channels", phrase: "no dimension of type channel"},
+	{name: "channels must match the channel count", doc: edited(func(m map[string]any) { m["channels"] = m["channels"].([]any)[:2] }), field: "channels", phrase: "has 2 entries, but dimension c has 3 channels"},
+	{name: "a colour that is not RRGGBB is refused", doc: edited(func(m map[string]any) { m["channels"].([]any)[0].(map[string]any)["color"] = "blue" }), field: "channels[0].color", phrase: `"blue" is not a colour RRGGBB`},
+	{name: "a window that ends before it starts is refused", doc: edited(func(m map[string]any) { m["channels"].([]any)[2].(map[string]any)["window"] = []any{3000, 100} }), field: "channels[2].window", phrase: "start 3000 is not below end 100"},
+	{name: "channels with ome false are refused", doc: edited(func(m map[string]any) { m["ome"] = false }), field: "channels", phrase: "ome: false leaves out"},
 	{name: "a unit with a newline is refused", doc: edited(func(m map[string]any) { dim(m, 2)["unit"] = "micro\nmeter" }), field: "dimensions[2].unit", phrase: `control character '\n'`},
 	{name: "downsample as a string is refused", doc: edited(func(m map[string]any) { dim(m, 2)["downsample"] = "yes" }), field: "dimensions[2].downsample", phrase: "want a boolean, got string"},
 

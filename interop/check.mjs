@@ -410,17 +410,24 @@ async function checkCase(c) {
 		throw new Fail(`zarrita cannot open the root group: ${describe(e)}`);
 	}
 	const ome = group.attrs?.ome;
-	if (!ome || typeof ome !== "object") throw new Fail("group attributes have no \"ome\"");
-	if (ome.version !== "0.5") problems.push(`ome.version ${JSON.stringify(ome.version)}, want "0.5"`);
-	const ms = ome.multiscales;
-	if (!Array.isArray(ms) || ms.length < 1) throw new Fail("ome.multiscales missing or empty");
-	const m = ms[0];
-	const axes = m.axes;
-	if (!Array.isArray(axes) || axes.length < 1) throw new Fail("multiscales[0].axes missing or empty");
+	let axes, datasets, viewer = "plain Zarr v3 group";
+	if (ome === undefined) {
+		// A plain Zarr v3 group (dimensions OME cannot hold): levels 0, 1, …
+		({ axes, datasets } = await plainLevels(root));
+	} else {
+		if (!ome || typeof ome !== "object") throw new Fail("group attributes.ome is not an object");
+		if (ome.version !== "0.5") problems.push(`ome.version ${JSON.stringify(ome.version)}, want "0.5"`);
+		const ms = ome.multiscales;
+		if (!Array.isArray(ms) || ms.length < 1) throw new Fail("ome.multiscales missing or empty");
+		const m = ms[0];
+		axes = m.axes;
+		if (!Array.isArray(axes) || axes.length < 1) throw new Fail("multiscales[0].axes missing or empty");
+		datasets = m.datasets;
+		viewer = viewerCheck(ome, problems);
+	}
 	const axisNames = axes.map((a) => a?.name);
 	if (!axisNames.every((n) => typeof n === "string" && n)) throw new Fail(`axis without a name: ${JSON.stringify(axes)}`);
 	if (new Set(axisNames).size !== axisNames.length) problems.push(`duplicate axis names ${JSON.stringify(axisNames)}`);
-	const datasets = m.datasets;
 	if (!Array.isArray(datasets) || datasets.length < 1) throw new Fail("multiscales[0].datasets missing or empty");
 	if (level >= datasets.length) throw new Fail(`level ${level} requested, only ${datasets.length} datasets`);
 
@@ -434,7 +441,9 @@ async function checkCase(c) {
 			throw new Fail(`${where}: bad path`);
 		}
 		const cts = ds.coordinateTransformations;
-		if (!Array.isArray(cts)) {
+		if (ome === undefined) {
+			// a plain group carries no transforms
+		} else if (!Array.isArray(cts)) {
 			problems.push(`${where}: no coordinateTransformations`);
 		} else {
 			const scales = cts.filter((t) => t?.type === "scale");
@@ -529,7 +538,105 @@ async function checkCase(c) {
 		const extra = problems.length > MAX_PROBLEMS ? `; (${problems.length - MAX_PROBLEMS} more)` : "";
 		throw new Fail(problems.slice(0, MAX_PROBLEMS).join("; ") + extra);
 	}
-	return `level ${level} shape ${fmt(L.shape)} ${nbytes} bytes`;
+	return `level ${level} shape ${fmt(L.shape)} ${nbytes} bytes; ${viewer}`;
+}
+
+// plainLevels lists a plain group's arrays 0, 1, … and takes the axes from
+// level 0's dimension_names.
+async function plainLevels(root) {
+	const datasets = [];
+	for (let i = 0; i < 64; i++) {
+		try {
+			await fs.stat(path.join(root, String(i), "zarr.json"));
+		} catch {
+			break;
+		}
+		datasets.push({ path: String(i) });
+	}
+	if (!datasets.length) throw new Fail("a group with neither attributes.ome nor an array 0");
+	const meta = await readJSON(path.join(root, "0", "zarr.json"));
+	const names = meta.dimension_names ?? meta.shape.map((_, d) => `dim_${d}`);
+	return { axes: names.map((name) => ({ name })), datasets };
+}
+
+// ---------------------------------------------------------------- viewer check
+
+// A second, independent reading of the OME layer, the way a viewer takes
+// it (re-implemented from neuroglancer's OME-Zarr rules, not from zspool):
+// every space and time unit must be one it can scale to metres or seconds
+// ("Unsupported unit" otherwise), every dataset's transforms must compose
+// into a positive scale and an offset per axis, levels must get coarser,
+// and omero channels must match the channel axis with usable colours and
+// windows. It returns a one-line summary of what a viewer would show.
+const SI_PREFIXES = {
+	yotta: 1e24, zetta: 1e21, exa: 1e18, peta: 1e15, tera: 1e12, giga: 1e9, mega: 1e6, kilo: 1e3, hecto: 1e2,
+	deca: 1e1, "": 1, deci: 1e-1, centi: 1e-2, milli: 1e-3, micro: 1e-6, nano: 1e-9, pico: 1e-12, femto: 1e-15,
+	atto: 1e-18, zepto: 1e-21, yocto: 1e-24,
+};
+const OTHER_UNITS = {
+	space: { angstrom: 1e-10, foot: 0.3048, inch: 0.0254, mile: 1609.344, parsec: 3.0856775814913673e16, yard: 0.9144 },
+	time: { minute: 60, hour: 3600, day: 86400 },
+};
+
+function unitFactor(type, unit) {
+	const base = type === "space" ? "meter" : "second";
+	if (unit in OTHER_UNITS[type]) return OTHER_UNITS[type][unit];
+	if (unit.endsWith(base)) {
+		const prefix = unit.slice(0, unit.length - base.length);
+		if (prefix in SI_PREFIXES) return SI_PREFIXES[prefix];
+	}
+	throw new Fail(`Unsupported unit: ${unit}`);
+}
+
+function viewerCheck(ome, problems) {
+	const m = ome.multiscales[0];
+	const axes = m.axes;
+	const shown = [];
+	for (const a of axes) {
+		if (a.unit !== undefined && (a.type === "space" || a.type === "time")) {
+			unitFactor(a.type, a.unit); // throws a viewer's "Unsupported unit"
+		}
+		if (a.type === "channel" && a.unit !== undefined) problems.push(`axis ${a.name}: a channel axis with unit ${a.unit}`);
+		shown.push(a.unit ? `${a.name} ${a.unit}` : a.name);
+	}
+	const spaces = axes.filter((a) => a.type === "space").length;
+	if (spaces < 2 || spaces > 3) problems.push(`${spaces} space axes: a viewer wants 2 or 3`);
+	let prev = null;
+	(m.datasets ?? []).forEach((ds, i) => {
+		const scale = axes.map(() => 1);
+		const offset = axes.map(() => 0);
+		for (const t of ds.coordinateTransformations ?? []) {
+			const v = t[t.type];
+			if (!Array.isArray(v) || v.length !== axes.length) return;
+			for (let d = 0; d < axes.length; d++) {
+				if (t.type === "scale") {
+					scale[d] *= v[d];
+					offset[d] *= v[d];
+				} else if (t.type === "translation") offset[d] += v[d];
+			}
+		}
+		if (!scale.every((x) => x > 0 && Number.isFinite(x))) problems.push(`dataset ${i}: composed scale ${fmt(scale)} not positive`);
+		if (prev && !scale.every((x, d) => x >= prev[d])) problems.push(`dataset ${i}: scale ${fmt(scale)} finer than the level before (${fmt(prev)})`);
+		prev = scale;
+	});
+	let channels = "";
+	if (ome.omero !== undefined) {
+		const chans = ome.omero?.channels;
+		const c = axes.findIndex((a) => a.type === "channel");
+		if (!Array.isArray(chans)) problems.push("omero without channels");
+		else {
+			if (c < 0) problems.push("omero channels without a channel axis");
+			for (const [i, ch] of chans.entries()) {
+				if (!/^[0-9A-Fa-f]{6}$/.test(ch.color ?? "")) problems.push(`omero channel ${i}: colour ${JSON.stringify(ch.color)}`);
+				const w = ch.window ?? {};
+				if (![w.start, w.end, w.min, w.max].every((x) => typeof x === "number") || !(w.min <= w.start && w.start < w.end && w.end <= w.max)) {
+					problems.push(`omero channel ${i}: window ${JSON.stringify(w)}`);
+				}
+			}
+			channels = `; channels ${chans.map((ch) => `${ch.label} #${ch.color}`).join(", ")}`;
+		}
+	}
+	return `viewer: axes ${shown.join(", ")}, ${m.datasets?.length ?? 0} levels${channels}`;
 }
 
 // ---------------------------------------------------------------- main

@@ -111,7 +111,12 @@ type Level struct {
 	Index int
 	Path  string // array path under the dataset root: "0", "1", …
 	Grid  zarr.Grid
-	Scale []float64 // OME scale per dim
+	Scale []float64 // OME scale per dim: level 0's times the size ratio to level 0
+	// Translation is where the level's first pixel centre sits, relative
+	// to level 0's, per dim (nil: nowhere else). A box reduce (mean, min,
+	// max) puts a level-l centre between the 2^l level-0 pixels it covers;
+	// decimate keeps level-0 centres.
+	Translation []float64
 }
 
 // Plan is everything decided about one acquisition before a byte of it is
@@ -256,16 +261,27 @@ func planLevels(m *config.Manifest, g0 zarr.Grid) []Level {
 		l := len(levels)
 		g := zarr.Grid{Shape: make([]int64, r), Chunk: make([]int64, r), Shard: make([]int64, r)}
 		scale := make([]float64, r)
+		var shift []float64
+		boxes := m.Multiscale.Method != "decimate"
 		for d, dim := range m.Dimensions {
-			g.Shape[d], scale[d] = prev.Grid.Shape[d], prev.Scale[d]
+			g.Shape[d] = prev.Grid.Shape[d]
+			scale[d] = base[d]
 			if dim.Downsampled() {
 				g.Shape[d] = ceilDiv(g.Shape[d], 2)
-				scale[d] *= 2
+				// From the actual sizes: ceil-halving 777 gives 389, a
+				// ratio a little under 2.
+				scale[d] = base[d] * float64(g0.Shape[d]) / float64(g.Shape[d])
+				if boxes {
+					if shift == nil {
+						shift = make([]float64, r)
+					}
+					shift[d] = base[d] * (math.Exp2(float64(l)) - 1) / 2
+				}
 			}
 			g.Chunk[d] = min(g0.Chunk[d], g.Shape[d])
 			g.Shard[d] = min(g0.Shard[d], ceilDiv(g.Shape[d], g.Chunk[d]))
 		}
-		levels = append(levels, Level{Index: l, Path: strconv.Itoa(l), Grid: g, Scale: scale})
+		levels = append(levels, Level{Index: l, Path: strconv.Itoa(l), Grid: g, Scale: scale, Translation: shift})
 	}
 }
 

@@ -127,6 +127,7 @@ type GroupMetadata struct {
 type OME struct {
 	Version     string       `json:"version"`
 	Multiscales []Multiscale `json:"multiscales"`
+	Omero       *Omero       `json:"omero,omitempty"`
 }
 
 // Multiscale is one OME multiscales entry.
@@ -135,6 +136,38 @@ type Multiscale struct {
 	Datasets []MultiscaleDataset `json:"datasets"`
 	Type     string              `json:"type,omitempty"`
 	Name     string              `json:"name,omitempty"`
+	Metadata *MultiscaleMetadata `json:"metadata,omitempty"`
+}
+
+// MultiscaleMetadata says how the levels were made, in the fields the
+// spec suggests (description, method, version, kwargs).
+type MultiscaleMetadata struct {
+	Description string         `json:"description"`
+	Method      string         `json:"method"`
+	Version     string         `json:"version"`
+	Kwargs      map[string]any `json:"kwargs,omitempty"`
+}
+
+// Omero is the OME omero block: how viewers show the channels.
+type Omero struct {
+	Channels []OmeroChannel `json:"channels"`
+}
+
+// OmeroChannel is one channel's display settings.
+type OmeroChannel struct {
+	Label  string      `json:"label"`
+	Color  string      `json:"color"`
+	Active bool        `json:"active"`
+	Window OmeroWindow `json:"window"`
+}
+
+// OmeroWindow is a channel's display window (start, end) within the range
+// its values can take (min, max).
+type OmeroWindow struct {
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
 }
 
 // Axis is one OME axis.
@@ -152,13 +185,15 @@ type MultiscaleDataset struct {
 
 // Transform is an OME coordinate transformation; zspool writes only scale.
 type Transform struct {
-	Type  string    `json:"type"`
-	Scale []float64 `json:"scale"`
+	Type        string    `json:"type"`
+	Scale       []float64 `json:"scale,omitempty"`
+	Translation []float64 `json:"translation,omitempty"`
 }
 
 // GroupDocument builds the root zarr.json: free attributes (a JSON object
-// or nil), then the OME block and zspool's provenance block.
-func GroupDocument(ome OME, free json.RawMessage, provenance any) ([]byte, error) {
+// or nil), then the OME block (none for a plain Zarr v3 group) and
+// zspool's provenance block.
+func GroupDocument(ome *OME, free json.RawMessage, provenance any) ([]byte, error) {
 	attrs := map[string]json.RawMessage{}
 	if len(free) > 0 && string(free) != "null" {
 		if err := json.Unmarshal(free, &attrs); err != nil {
@@ -172,11 +207,13 @@ func GroupDocument(ome OME, free json.RawMessage, provenance any) ([]byte, error
 			return nil, fmt.Errorf("group attributes: %q is reserved", k)
 		}
 	}
-	omeRaw, err := json.Marshal(ome)
-	if err != nil {
-		return nil, fmt.Errorf("group attributes.ome: %w", err)
+	if ome != nil {
+		omeRaw, err := json.Marshal(ome)
+		if err != nil {
+			return nil, fmt.Errorf("group attributes.ome: %w", err)
+		}
+		attrs["ome"] = omeRaw
 	}
-	attrs["ome"] = omeRaw
 	if provenance != nil {
 		p, err := json.Marshal(provenance)
 		if err != nil {

@@ -213,8 +213,9 @@ func testOME() zarr.OME {
 			{Path: "0", CoordinateTransformations: []zarr.Transform{{Type: "scale", Scale: []float64{1, 0.5, 0.5}}}},
 			{Path: "1", CoordinateTransformations: []zarr.Transform{{Type: "scale", Scale: []float64{1, 1, 1}}}},
 		},
-		Type: "mean",
-		Name: "acq",
+		Type:     "mean",
+		Name:     "acq",
+		Metadata: &zarr.MultiscaleMetadata{Description: "test levels", Method: "test", Version: "test"},
 	}}}
 }
 
@@ -225,7 +226,7 @@ type provenance struct {
 
 func TestGroupDocumentPutsOMEFreeAttributesAndProvenanceInTheirPlaces(t *testing.T) {
 	free := json.RawMessage(`{"operator": "ada", "stage": {"x": 1.5, "y": -2}, "tags": ["a", "b"]}`)
-	doc, err := zarr.GroupDocument(testOME(), free, provenance{Version: "1.2.3", Bytes: 42})
+	doc, err := zarr.GroupDocument(ptr(testOME()), free, provenance{Version: "1.2.3", Bytes: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,13 +255,14 @@ func TestGroupDocumentPutsOMEFreeAttributesAndProvenanceInTheirPlaces(t *testing
 			{"path": "1", "coordinateTransformations": [{"type": "scale", "scale": [1, 1, 1]}]}
 		],
 		"type": "mean",
-		"name": "acq"
+		"name": "acq",
+		"metadata": {"description": "test levels", "method": "test", "version": "test"}
 	}]}`)
 }
 
 func TestGroupDocumentWithoutFreeAttributesOrProvenanceHoldsOnlyOME(t *testing.T) {
 	for _, free := range []json.RawMessage{nil, json.RawMessage(`null`), json.RawMessage(`{}`)} {
-		doc, err := zarr.GroupDocument(testOME(), free, nil)
+		doc, err := zarr.GroupDocument(ptr(testOME()), free, nil)
 		if err != nil {
 			t.Fatalf("free %q: %v", free, err)
 		}
@@ -272,12 +274,12 @@ func TestGroupDocumentWithoutFreeAttributesOrProvenanceHoldsOnlyOME(t *testing.T
 
 func TestGroupDocumentIsDeterministic(t *testing.T) {
 	free := json.RawMessage(`{"z": 1, "a": {"nested": [3, 2, 1]}, "m": "x", "b": true, "q": null}`)
-	first, err := zarr.GroupDocument(testOME(), free, provenance{Version: "v", Bytes: 7})
+	first, err := zarr.GroupDocument(ptr(testOME()), free, provenance{Version: "v", Bytes: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
-		again, err := zarr.GroupDocument(testOME(), slices.Clone(free), provenance{Version: "v", Bytes: 7})
+		again, err := zarr.GroupDocument(ptr(testOME()), slices.Clone(free), provenance{Version: "v", Bytes: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,9 +306,11 @@ func TestGroupDocumentRefusesFreeAttributesThatAreNotAnObjectOrCollide(t *testin
 		{"a free zspool key without provenance", `{"zspool": 1}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if doc, err := zarr.GroupDocument(testOME(), json.RawMessage(tc.free), tc.prov); err == nil {
+			if doc, err := zarr.GroupDocument(ptr(testOME()), json.RawMessage(tc.free), tc.prov); err == nil {
 				t.Fatalf("accepted, wrote\n%s", doc)
 			}
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/zspool/zspool/config"
 )
 
 // ErrNotFound is returned by a Store for a key that holds no object.
@@ -30,7 +29,14 @@ type Dataset struct {
 	Group  GroupMetadata
 	OME    OME
 	Levels []*Array
+	// Plain is set for a plain Zarr v3 group, one without OME metadata
+	// (written when the manifest's dimensions cannot be an OME image): its
+	// levels are the arrays 0, 1, … under the root.
+	Plain bool
 }
+
+// maxPlainLevels bounds the search for a plain group's levels.
+const maxPlainLevels = 64
 
 // Array is one opened level.
 type Array struct {
@@ -60,7 +66,22 @@ func Open(ctx context.Context, s Store, root string) (*Dataset, error) {
 	}
 	omeRaw, ok := ds.Group.Attributes["ome"]
 	if !ok {
-		return nil, fmt.Errorf("dataset %s: group has no attributes.ome", root)
+		ds.Plain = true
+		for i := range maxPlainLevels {
+			p := path.Join(root, strconv.Itoa(i))
+			if _, err := s.Size(ctx, path.Join(p, "zarr.json")); errors.Is(err, ErrNotFound) {
+				break
+			}
+			a, err := OpenArray(ctx, s, p)
+			if err != nil {
+				return nil, fmt.Errorf("dataset %s: level %d: %w", root, i, err)
+			}
+			ds.Levels = append(ds.Levels, a)
+		}
+		if len(ds.Levels) == 0 {
+			return nil, fmt.Errorf("dataset %s: a group with neither attributes.ome nor an array 0", root)
+		}
+		return ds, nil
 	}
 	if err := json.Unmarshal(omeRaw, &ds.OME); err != nil {
 		return nil, fmt.Errorf("dataset %s: attributes.ome: %w", root, err)
@@ -101,7 +122,7 @@ func OpenArray(ctx context.Context, s Store, prefix string) (*Array, error) {
 		return nil, bad("not a Zarr v3 array")
 	}
 	a.DataType = m.DataType
-	a.Elem = config.DType(m.DataType).Size() // manifest and Zarr v3 share the names
+	a.Elem = DataTypeSize(m.DataType)
 	if a.Elem == 0 {
 		return nil, bad("data_type %q is not supported", m.DataType)
 	}

@@ -139,7 +139,7 @@ func rawLevels() []level {
 }
 
 func omeFor(levels []level) zarr.OME {
-	ms := zarr.Multiscale{Name: "acq", Type: "mean"}
+	ms := zarr.Multiscale{Name: "acq", Type: "mean", Metadata: &zarr.MultiscaleMetadata{Description: "test levels", Method: "test", Version: "test"}}
 	for _, n := range levels[0].spec.DimNames {
 		ms.Axes = append(ms.Axes, zarr.Axis{Name: n, Type: "space"})
 	}
@@ -226,7 +226,7 @@ func build(t *testing.T, levels []level, h hooks) *fixture {
 	if h.ome != nil {
 		h.ome(&ome)
 	}
-	doc, err := zarr.GroupDocument(ome, json.RawMessage(`{"operator":"test"}`), map[string]string{"version": "test"})
+	doc, err := zarr.GroupDocument(&ome, json.RawMessage(`{"operator":"test"}`), map[string]string{"version": "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,21 +626,50 @@ func TestVerifyFailsWithAClearErrorOnBrokenDatasets(t *testing.T) {
 			want: []string{root + "/0/c/1/1/1", "slot 7", "outside the array"},
 		},
 		{
+			name:  "a time axis after a space axis breaks the axis order",
+			hooks: hooks{ome: func(o *zarr.OME) { o.Multiscales[0].Axes[1].Type = "time" }},
+			want:  []string{"multiscales[0].axes", "wants an optional time axis first", "y is out of place"},
+		},
+		{
+			name:  "a unit the spec does not list is refused",
+			hooks: hooks{ome: func(o *zarr.OME) { o.Multiscales[0].Axes[2].Unit = "um" }},
+			want:  []string{"axis x", `unit "um" is not one of OME-NGFF 0.5's space units`},
+		},
+		{
+			name:  "an axis type the spec does not know makes too few space axes",
+			hooks: hooks{ome: func(o *zarr.OME) { o.Multiscales[0].Axes[1].Type = "spatial"; o.Multiscales[0].Axes[2].Type = "spatial" }},
+			want:  []string{"strict_image.schema", "/ome/multiscales/0/axes"},
+		},
+		{
+			name: "a dataset without a scale breaks the schema",
+			hooks: hooks{ome: func(o *zarr.OME) {
+				o.Multiscales[0].Datasets[0].CoordinateTransformations = []zarr.Transform{{Type: "translation", Translation: []float64{0, 0, 0}}}
+			}},
+			want: []string{"strict_image.schema", "/ome/multiscales/0/datasets/0/coordinateTransformations"},
+		},
+		{
+			name:  "multiscales without metadata break the strict schema",
+			hooks: hooks{ome: func(o *zarr.OME) { o.Multiscales[0].Metadata = nil }},
+			want:  []string{"strict_image.schema", "missing property 'metadata'"},
+		},
+		{
 			name:  "dimension_names that differ from the axes",
 			hooks: hooks{ome: func(o *zarr.OME) { o.Multiscales[0].Axes[1].Name = "z" }},
 			want:  []string{"dimension_names [t y x] differ from the axes [t z x]"},
 		},
 		{
-			name:  "an axis more than the array's rank",
-			hooks: hooks{ome: func(o *zarr.OME) { o.Multiscales[0].Axes = append(o.Multiscales[0].Axes, zarr.Axis{Name: "c"}) }},
-			want:  []string{`level "0"`, "rank 3, but the multiscale has 4 axes"},
+			name: "an axis more than the array's rank",
+			hooks: hooks{ome: func(o *zarr.OME) {
+				o.Multiscales[0].Axes = append([]zarr.Axis{{Name: "c", Type: "other"}}, o.Multiscales[0].Axes...)
+			}},
+			want: []string{`datasets[0] (path "0")`, "a scale of 3 values for 4 axes"},
 		},
 		{
 			name: "a scale of the wrong length",
 			hooks: hooks{ome: func(o *zarr.OME) {
 				o.Multiscales[0].Datasets[1].CoordinateTransformations[0].Scale = []float64{2, 2}
 			}},
-			want: []string{`level "1"`, "scale transform of length 3"},
+			want: []string{`datasets[1] (path "1")`, "a scale of 2 values for 3 axes"},
 		},
 		{
 			name: "a level that grows",
@@ -732,9 +761,12 @@ func TestOpenRefusesWhatZspoolDoesNotWrite(t *testing.T) {
 		{"a v2 group", func(t *testing.T, fx *fixture) {
 			mustWrite(t, fx.file(root+"/zarr.json"), []byte(`{"zarr_format":2,"node_type":"group","attributes":{}}`))
 		}, "not a Zarr v3 group", nil},
-		{"a group without ome", func(t *testing.T, fx *fixture) {
+		{"a group with neither ome nor an array 0", func(t *testing.T, fx *fixture) {
 			mustWrite(t, fx.file(root+"/zarr.json"), []byte(`{"zarr_format":3,"node_type":"group","attributes":{"a":1}}`))
-		}, "no attributes.ome", nil},
+			if err := os.Remove(fx.file(root + "/0/zarr.json")); err != nil {
+				t.Fatal(err)
+			}
+		}, "neither attributes.ome nor an array 0", nil},
 		{"ome 0.4", func(t *testing.T, fx *fixture) {
 			mustWrite(t, fx.file(root+"/zarr.json"), []byte(`{"zarr_format":3,"node_type":"group","attributes":{"ome":{"version":"0.4","multiscales":[{}]}}}`))
 		}, "want version 0.5", nil},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 )
 
 // Report sums up a verification.
@@ -83,10 +84,18 @@ func firstDiff(a, b []byte) int {
 	return len(a)
 }
 
-// checkOME holds the group's multiscale to what OME-Zarr 0.5 readers rely
+// checkOME holds the group's metadata to OME-NGFF 0.5 (strict_image
+// schema and the spec's rules beside it) and to what OME-Zarr readers rely
 // on: one axis per dim, dimension_names equal to the axis names, one scale
-// per dataset of the array's rank, levels from high to low resolution.
+// per dataset of the array's rank, levels from high to low resolution. A
+// plain Zarr v3 group (no OME) has only its levels to check.
 func checkOME(ds *Dataset) error {
+	if ds.Plain {
+		return checkLevelsShrink(ds, func(i int) string { return strconv.Itoa(i) })
+	}
+	if err := CheckOMEAttributes(ds.Group.Attributes); err != nil {
+		return err
+	}
 	ms := ds.OME.Multiscales[0]
 	var names []string
 	for _, ax := range ms.Axes {
@@ -100,22 +109,49 @@ func checkOME(ds *Dataset) error {
 		if !slices.Equal(a.Meta.DimensionNames, names) {
 			return fmt.Errorf("level %q: dimension_names %v differ from the axes %v", d.Path, a.Meta.DimensionNames, names)
 		}
-		if len(d.CoordinateTransformations) != 1 || d.CoordinateTransformations[0].Type != "scale" || len(d.CoordinateTransformations[0].Scale) != len(names) {
-			return fmt.Errorf("level %q: want exactly one scale transform of length %d", d.Path, len(names))
+		if ts := d.CoordinateTransformations; len(ts) == 0 || ts[0].Type != "scale" || len(ts[0].Scale) != len(names) {
+			return fmt.Errorf("level %q: want a scale transform of length %d first", d.Path, len(names))
 		}
+	}
+	if err := checkOmero(ds); err != nil {
+		return err
+	}
+	return checkLevelsShrink(ds, func(i int) string { return ms.Datasets[i].Path })
+}
+
+// checkLevelsShrink holds each level to being smaller than the one before.
+func checkLevelsShrink(ds *Dataset, name func(int) string) error {
+	for i, a := range ds.Levels {
 		if i > 0 {
 			prev := ds.Levels[i-1].Grid.Shape
 			smaller := false
 			for k, s := range a.Grid.Shape {
 				if s > prev[k] {
-					return fmt.Errorf("level %q: dim %d grows from %d to %d", d.Path, k, prev[k], s)
+					return fmt.Errorf("level %q: dim %d grows from %d to %d", name(i), k, prev[k], s)
 				}
 				smaller = smaller || s < prev[k]
 			}
 			if !smaller {
-				return fmt.Errorf("level %q: not smaller than the level before it", d.Path)
+				return fmt.Errorf("level %q: not smaller than the level before it", name(i))
 			}
 		}
 	}
 	return nil
+}
+
+// checkOmero holds the omero block, when there is one, to the channel
+// axis: one entry per channel.
+func checkOmero(ds *Dataset) error {
+	if ds.OME.Omero == nil {
+		return nil
+	}
+	for k, ax := range ds.OME.Multiscales[0].Axes {
+		if ax.Type == "channel" {
+			if n := int64(len(ds.OME.Omero.Channels)); n != ds.Levels[0].Grid.Shape[k] {
+				return fmt.Errorf("omero: %d channels for the %d of axis %s", n, ds.Levels[0].Grid.Shape[k], ax.Name)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("omero: channels, but no axis of type channel")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"github.com/zspool/zspool/zarr"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -127,6 +128,29 @@ func checkWithZarrita(t *testing.T, cases []interopCase) {
 			t.Fatalf("zarrita is not installed (npm ci --prefix interop): %v", err)
 		}
 		t.Skip("zarrita check skipped: run `npm ci --prefix interop` (make test does)")
+	}
+	// Every dataset an interop test writes must also pass OME-NGFF 0.5's
+	// strict schema and the spec's rules beside it (a plain group, which
+	// has no OME, has nothing to pass).
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.Dataset] {
+			continue
+		}
+		seen[c.Dataset] = true
+		var g zarr.GroupMetadata
+		b, err := os.ReadFile(filepath.Join(c.Dataset, "zarr.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &g)
+		}
+		if err != nil {
+			t.Fatalf("%s: group zarr.json: %v", c.Dataset, err)
+		}
+		if _, ok := g.Attributes["ome"]; ok {
+			if err := zarr.CheckOMEAttributes(g.Attributes); err != nil {
+				t.Fatalf("%s: %v", c.Dataset, err)
+			}
+		}
 	}
 	spec := filepath.Join(t.TempDir(), "spec.json")
 	b, _ := json.Marshal(cases)

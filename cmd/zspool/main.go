@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -25,10 +26,32 @@ func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "dev"
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	// A build from a checkout: the module has no version, but go build
+	// stamps the commit it was built from (and whether the tree differed).
+	var rev, modified string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			modified = kv.Value
+		}
+	}
+	if rev != "" && !strings.Contains(v, rev[:min(12, len(rev))]) {
+		v += "+" + rev[:min(12, len(rev))]
+		if modified == "true" {
+			v += "-dirty"
+		}
+	}
+	return v
 }
 
 const usage = `zspool turns raw acquisitions into OME-Zarr 0.5 sharded datasets.

@@ -66,6 +66,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if raw != nil {
 		msg += fmt.Sprintf(", level 0 equals the raw file (%d bytes)", rep.RawCompared)
 	}
+	if ds.Plain {
+		msg += "; a plain Zarr v3 group (its dimensions cannot be an OME-NGFF image)"
+	} else {
+		msg += "; OME-NGFF 0.5 metadata valid (strict schema)"
+	}
 	fmt.Fprintln(stdout, msg)
 	return nil
 }
