@@ -636,9 +636,12 @@ func TestVerifyFailsWithAClearErrorOnBrokenDatasets(t *testing.T) {
 			want:  []string{"axis x", `unit "um" is not one of OME-NGFF 0.5's space units`},
 		},
 		{
-			name:  "an axis type the spec does not know makes too few space axes",
-			hooks: hooks{ome: func(o *zarr.OME) { o.Multiscales[0].Axes[1].Type = "spatial"; o.Multiscales[0].Axes[2].Type = "spatial" }},
-			want:  []string{"strict_image.schema", "/ome/multiscales/0/axes"},
+			name: "an axis type the spec does not know makes too few space axes",
+			hooks: hooks{ome: func(o *zarr.OME) {
+				o.Multiscales[0].Axes[1].Type = "spatial"
+				o.Multiscales[0].Axes[2].Type = "spatial"
+			}},
+			want: []string{"strict_image.schema", "/ome/multiscales/0/axes"},
 		},
 		{
 			name: "a dataset without a scale breaks the schema",

@@ -45,9 +45,9 @@ func TestTheFiveDExampleHasNamedColouredChannelsAndSpecUnits(t *testing.T) {
 		Attributes struct {
 			OME struct {
 				Multiscales []struct {
-					Axes []struct{ Name, Type, Unit string } `json:"axes"`
-					Type     string         `json:"type"`
-					Metadata map[string]any `json:"metadata"`
+					Axes     []struct{ Name, Type, Unit string } `json:"axes"`
+					Type     string                              `json:"type"`
+					Metadata map[string]any                      `json:"metadata"`
 				} `json:"multiscales"`
 				Omero struct {
 					Channels []struct {
