@@ -237,6 +237,13 @@ func (d *Daemon) confirmStored(ctx context.Context, job *Job) error {
 	if err != nil {
 		return fmt.Errorf("stored check: %w", err)
 	}
+	if !ds.Plain {
+		// Stored, but not what a viewer accepts: keep the raw file (the
+		// job fails with the rule) rather than release it.
+		if err := zarr.CheckOMEAttributes(ds.Group.Attributes); err != nil {
+			return &pipeline.InputError{Err: fmt.Errorf("stored check: %w", err)}
+		}
+	}
 	var n int
 	for _, a := range ds.Levels {
 		extent := make([]int64, a.Grid.Rank())
