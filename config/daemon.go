@@ -47,6 +47,7 @@ type Daemon struct {
 	Release         Release     `yaml:"release"`                // what happens to a raw file once its dataset is stored
 	Retry           Retry       `yaml:"retry"`                  // backoff of S3 requests and of jobs after transient faults
 	Metrics         Metrics     `yaml:"metrics"`                // Prometheus endpoint
+	Notify          Notify      `yaml:"notify"`                 // who hears of each stored or failed job
 	LogLevel        string      `yaml:"log_level"`              // debug, info (default), warn, error
 	ShutdownTimeout Duration    `yaml:"shutdown_timeout"`       // default 30s, 0…1h: how long running shards may finish after SIGTERM
 }
@@ -66,6 +67,62 @@ type Destination struct {
 	MaxPartsInFlight   int    `yaml:"max_parts_in_flight"`        // default 8, 1…256: UploadPart requests at once
 	NoRequestChecksums bool   `yaml:"no_request_checksums"`       // older servers: checksums only where an operation requires them
 	ConditionalWrites  string `yaml:"conditional_writes"`         // auto (default: probe), on, off: If-None-Match: * on writes
+	StorageClass       string `yaml:"storage_class,omitempty"`    // S3 storage class of every object (STANDARD, STANDARD_IA, …); empty: the bucket's default
+	SSE                string `yaml:"sse,omitempty"`              // server-side encryption: AES256 (SSE-S3) or aws:kms (SSE-KMS); empty: the bucket's default
+	SSEKMSKeyID        string `yaml:"sse_kms_key_id,omitempty"`   // aws:kms only: the KMS key id or ARN; empty: the account's default key
+	Tags               Tags   `yaml:"tags,omitempty"`             // object tags (key: value) on every object
+}
+
+// Tags are S3 object tags: at most 10, keys 1…128 and values 0…256
+// characters.
+type Tags map[string]string
+
+// UnmarshalYAML reads a mapping of plain strings.
+func (t *Tags) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("want a mapping of tag keys to values")
+	}
+	m := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("tags: want key: value strings (line %d)", k.Line)
+		}
+		if _, dup := m[k.Value]; dup {
+			return fmt.Errorf("tags: %q appears twice (line %d)", k.Value, k.Line)
+		}
+		m[k.Value] = v.Value
+	}
+	*t = m
+	return nil
+}
+
+// Argv is a command and its arguments, a YAML list of strings.
+type Argv []string
+
+// UnmarshalYAML reads a sequence of plain strings.
+func (a *Argv) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return fmt.Errorf("want a list: the command and its arguments, e.g. [/usr/local/bin/notify, --stored]")
+	}
+	out := make(Argv, 0, len(n.Content))
+	for _, e := range n.Content {
+		if e.Kind != yaml.ScalarNode {
+			return fmt.Errorf("want strings in the list (line %d)", e.Line)
+		}
+		out = append(out, e.Value)
+	}
+	*a = out
+	return nil
+}
+
+// Notify sends a JSON document per finished job (stored or failed) to a
+// webhook and/or a command.
+type Notify struct {
+	Webhook string   `yaml:"webhook,omitempty" secret:"true"` // http(s) URL that receives a POST per job; masked by config check (it may carry a token)
+	Exec    Argv     `yaml:"exec,omitempty,flow"`             // argv of a command run per job with the document on stdin
+	Queue   int      `yaml:"queue"`                           // default 1000, 1…100000: notifications waiting to be sent; beyond it the oldest is dropped, with a warning
+	Timeout Duration `yaml:"timeout"`                         // default 10s: per attempt; failed attempts back off up to 5 minutes, for at most an hour
 }
 
 // Release says what happens to a raw file after every object of its
@@ -73,6 +130,11 @@ type Destination struct {
 type Release struct {
 	Policy     string `yaml:"policy"`                // archive (default) or delete
 	ArchiveDir string `yaml:"archive_dir,omitempty"` // archive only: absolute, default <state_dir>/archive
+	// ArchiveMaxAge and ArchiveMaxBytes bound the archive: the daemon
+	// removes archived acquisitions oldest first once older than the age
+	// or while the archive holds more than the bytes. 0: no bound.
+	ArchiveMaxAge   Duration `yaml:"archive_max_age"`
+	ArchiveMaxBytes Size     `yaml:"archive_max_bytes"`
 }
 
 // Retry bounds the retries after transient faults. S3 requests are retried
@@ -130,6 +192,11 @@ const (
 	DefaultJobMaxBackoff    = Duration(5 * time.Minute)
 	MaxJobMaxBackoff        = Duration(24 * time.Hour)
 	DefaultMetricsListen    = "127.0.0.1:9464"
+	DefaultNotifyQueue      = 1000
+	MaxNotifyQueue          = 100000
+	DefaultNotifyTimeout    = Duration(10 * time.Second)
+	MaxNotifyTimeout        = Duration(5 * time.Minute)
+	MaxTags                 = 10
 	DefaultFailedSubdir     = "failed"  // failed_dir default, under state_dir
 	DefaultArchiveSubdir    = "archive" // release.archive_dir default, under state_dir
 
@@ -173,6 +240,7 @@ func defaultDaemon() Daemon {
 			JobMaxBackoff: DefaultJobMaxBackoff,
 		},
 		Metrics:         Metrics{Listen: DefaultMetricsListen},
+		Notify:          Notify{Queue: DefaultNotifyQueue, Timeout: DefaultNotifyTimeout},
 		LogLevel:        DefaultLogLevel,
 		ShutdownTimeout: DefaultShutdownTimeout,
 	}
@@ -307,7 +375,7 @@ func crossCheckStrict(data []byte, walked *Daemon) error {
 	if err := dec.Decode(&d); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if d != *walked {
+	if !reflect.DeepEqual(d, *walked) {
 		return errors.New("config: internal error: yaml.v3's strict decoder reads this file differently from the validator; please report it")
 	}
 	return nil

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"reflect"
 
 	"go.yaml.in/yaml/v3"
@@ -48,7 +49,7 @@ func redactedNode(v reflect.Value) *yaml.Node {
 		var val *yaml.Node
 		switch {
 		case f.secret && !fv.IsZero():
-			val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: redactedValue}
+			val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: redactSecret(fv)}
 		case isSection(fv.Type()):
 			val = redactedNode(fv)
 		default:
@@ -61,3 +62,18 @@ func redactedNode(v reflect.Value) *yaml.Node {
 	}
 	return n
 }
+
+// redactSecret is what a set secret field shows: a URL keeps its scheme
+// and host (so the reader sees where it points, and the text still reads
+// back as a URL), the rest is masked.
+func redactSecret(fv reflect.Value) string {
+	if fv.Kind() == reflect.String {
+		if u, err := url.Parse(fv.String()); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
+			return u.Scheme + "://" + u.Host + "/" + redactedURLPath
+		}
+	}
+	return redactedValue
+}
+
+// redactedURLPath replaces the path and query of a secret URL.
+const redactedURLPath = "REDACTED"

@@ -32,9 +32,14 @@ destination:
   max_parts_in_flight: 16
   no_request_checksums: true
   conditional_writes: off
+  storage_class: STANDARD_IA
+  sse: aws:kms
+  sse_kms_key_id: alias/lab
+  tags: {project: scope-3, retention: 5y}
 engine: gpu
 zstd_encoder: lit
 zstd_checksum: true
+overwrite: true
 concurrent_jobs: 4
 memory_budget: 8GiB
 settle: 2m
@@ -42,6 +47,8 @@ rescan_interval: 5m
 release:
   policy: archive
   archive_dir: /data/archive
+  archive_max_age: 720h
+  archive_max_bytes: 2 TiB
 retry:
   max_attempts: 5
   max_backoff: 30s
@@ -49,6 +56,11 @@ retry:
   job_max_backoff: 1h
 metrics:
   listen: "[::1]:9100"
+notify:
+  webhook: https://lake.example.internal/hooks/zspool?token=hunter2
+  exec: [/usr/local/bin/on-dataset, --json]
+  queue: 50
+  timeout: 3s
 log_level: debug
 shutdown_timeout: 2m
 `
@@ -69,22 +81,30 @@ var fullDaemon = Daemon{
 		MaxPartsInFlight:   16,
 		NoRequestChecksums: true,
 		ConditionalWrites:  "off",
+		StorageClass:       "STANDARD_IA",
+		SSE:                "aws:kms",
+		SSEKMSKeyID:        "alias/lab",
+		Tags:               Tags{"project": "scope-3", "retention": "5y"},
 	},
 	Engine:         "gpu",
 	ZstdEncoder:    "lit",
 	ZstdChecksum:   true,
+	Overwrite:      true,
 	ConcurrentJobs: 4,
 	MemoryBudget:   8 * GiB,
 	Settle:         Duration(2 * time.Minute),
 	RescanInterval: Duration(5 * time.Minute),
-	Release:        Release{Policy: "archive", ArchiveDir: "/data/archive"},
+	Release: Release{Policy: "archive", ArchiveDir: "/data/archive",
+		ArchiveMaxAge: Duration(720 * time.Hour), ArchiveMaxBytes: 2 * TiB},
 	Retry: Retry{
 		MaxAttempts:   5,
 		MaxBackoff:    Duration(30 * time.Second),
 		JobBackoff:    Duration(10 * time.Second),
 		JobMaxBackoff: Duration(time.Hour),
 	},
-	Metrics:         Metrics{Listen: "[::1]:9100"},
+	Metrics: Metrics{Listen: "[::1]:9100"},
+	Notify: Notify{Webhook: "https://lake.example.internal/hooks/zspool?token=hunter2",
+		Exec: Argv{"/usr/local/bin/on-dataset", "--json"}, Queue: 50, Timeout: Duration(3 * time.Second)},
 	LogLevel:        "debug",
 	ShutdownTimeout: Duration(2 * time.Minute),
 }
@@ -123,7 +143,7 @@ func mustParseDaemon(t *testing.T, doc string) *Daemon {
 func TestTheFullDaemonExampleParsesToExactlyWhatItSays(t *testing.T) {
 	t.Setenv(credentialsDirVar, testCredentialsDir)
 	d := mustParseDaemon(t, fullDaemonConfig)
-	if *d != fullDaemon {
+	if !reflect.DeepEqual(*d, fullDaemon) {
 		t.Errorf("got\n%+v\nwant\n%+v", *d, fullDaemon)
 	}
 	if bucket, prefix, ok := d.Destination.S3(); !ok || bucket != "lab-bucket" || prefix != "scope-3/raw" {
@@ -149,7 +169,7 @@ func TestTheSystemdExampleParses(t *testing.T) {
 	want.Destination.PathStyle = true
 	want.Destination.CredentialsFile = testCredentialsDir + "/s3"
 	want.Release.ArchiveDir = "/var/lib/zspool/archive"
-	if *d != want {
+	if !reflect.DeepEqual(*d, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", *d, want)
 	}
 }
@@ -331,6 +351,18 @@ var badDaemonCases = []badDaemonCase{
 	{name: "a query in the endpoint is refused without echoing it", doc: daemonWith("", "endpoint: https://minio:9000/?token=hunter2\n"), field: "destination.endpoint", phrase: "has a path, query or fragment", absent: "hunter2"},
 	{name: "a query in a file URL is refused without echoing it", doc: strings.Replace(minimalDaemonConfig, "s3://bucket/prefix", "file:///srv/out?key=hunter2", 1), field: "destination.url", phrase: "has a query or fragment", absent: "hunter2"},
 	{name: "credentials in the endpoint are refused without echoing them", doc: daemonWith("", "endpoint: https://admin:hunter2@minio:9000\n"), field: "destination.endpoint", phrase: "must not carry credentials", absent: "hunter2"},
+
+	// Notify, retention and S3 object options.
+	{name: "a webhook that is not a URL is refused without echoing it", doc: daemonWith("notify:\n  webhook: lake.example/hook?token=hunter2\n", ""), field: "notify.webhook", phrase: "is not an http(s)://host/path URL", absent: "hunter2"},
+	{name: "a webhook with user info is refused", doc: daemonWith("notify:\n  webhook: https://u:hunter2@lake/hook\n", ""), field: "notify.webhook", phrase: "must not carry user:password@", absent: "hunter2"},
+	{name: "a relative notify command is refused", doc: daemonWith("notify:\n  exec: [notify-lake]\n", ""), field: "notify.exec", phrase: "must be an absolute path"},
+	{name: "notify.exec must be a list", doc: daemonWith("notify:\n  exec: /bin/true --x\n", ""), field: "notify.exec", phrase: "want a list"},
+	{name: "a notify queue of 0 is refused", doc: daemonWith("notify:\n  queue: 0\n", ""), field: "notify.queue", phrase: "0 is not within 1…100000"},
+	{name: "archive bounds with policy delete are refused", doc: daemonWith("release:\n  policy: delete\n  archive_max_age: 24h\n", ""), field: "release.archive_max_age", phrase: "release.policy is delete"},
+	{name: "an SSE mode S3 does not know is refused", doc: daemonWith("", "sse: aes\n"), field: "destination.sse", phrase: `"aes" is not one of AES256 (SSE-S3), aws:kms (SSE-KMS)`},
+	{name: "a KMS key without aws:kms is refused", doc: daemonWith("", "sse: AES256\nsse_kms_key_id: k\n"), field: "destination.sse_kms_key_id", phrase: "sse is not aws:kms"},
+	{name: "eleven tags are refused", doc: daemonWith("", "tags: {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, j: 10, k: 11}\n"), field: "destination.tags", phrase: "has 11 tags; S3 allows at most 10"},
+	{name: "object options on a local destination are refused", doc: strings.Replace(daemonWith("", "storage_class: GLACIER_IR\n"), "s3://bucket/prefix", "/srv/out", 1), field: "destination", phrase: "apply to an s3:// destination only"},
 
 	// Directories.
 	{name: "spool_dir is required", doc: "state_dir: /t\ndestination:\n  url: s3://bkt/p\n", field: "spool_dir", phrase: "required"},
@@ -546,11 +578,14 @@ func TestLoadDaemonNamesThePath(t *testing.T) {
 
 func TestRedactedReadsBackToTheSameConfig(t *testing.T) {
 	t.Setenv(credentialsDirVar, testCredentialsDir)
+	if r := mustParseDaemon(t, fullDaemonConfig).Redacted(); strings.Contains(r, "hunter2") || !strings.Contains(r, "webhook: https://lake.example.internal/REDACTED") {
+		t.Errorf("Redacted shows the webhook's token, or not where it points:\n%s", r)
+	}
 	for _, doc := range []string{fullDaemonConfig, minimalDaemonConfig, daemonWith("release:\n  policy: delete\nmetrics:\n  listen: off\n", "")} {
 		d := mustParseDaemon(t, doc)
 		out := d.Redacted()
 		back := mustParseDaemon(t, out)
-		if *back != *d {
+		if !reflect.DeepEqual(*unmasked(back, d), *d) {
 			t.Errorf("Redacted:\n%s\nreads back as\n%+v\nnot\n%+v", out, *back, *d)
 		}
 		// yaml.Marshal goes through MarshalYAML, which redacts the same way.
@@ -558,7 +593,7 @@ func TestRedactedReadsBackToTheSameConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if back := mustParseDaemon(t, string(b)); *back != *d {
+		if back := mustParseDaemon(t, string(b)); !reflect.DeepEqual(*unmasked(back, d), *d) {
 			t.Errorf("yaml.Marshal:\n%s\nreads back differently", b)
 		}
 	}
@@ -780,4 +815,14 @@ func TestTheStrictDecoderAgrees(t *testing.T) {
 	if err := crossCheckStrict([]byte(fullDaemonConfig), &d); err == nil {
 		t.Error("a difference went unnoticed")
 	}
+}
+
+// unmasked is back with the secrets Redacted masked put back from d: the
+// rest must read back exactly.
+func unmasked(back, d *Daemon) *Daemon {
+	c := *back
+	if strings.HasSuffix(c.Notify.Webhook, "/"+redactedURLPath) {
+		c.Notify.Webhook = d.Notify.Webhook
+	}
+	return &c
 }

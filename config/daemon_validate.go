@@ -44,6 +44,7 @@ func (w *daemonWalk) validate(d *Daemon, lookupEnv func(string) (string, bool)) 
 
 	w.validateDestination(&d.Destination, d.SpoolDir, spoolOK, lookupEnv)
 	w.validateRelease(&d.Release, d, spoolOK, stateOK, failedOK)
+	w.validateRetention(&d.Release)
 
 	w.oneOf("engine", d.Engine, engines)
 	if d.ZstdEncoder != "" {
@@ -60,6 +61,7 @@ func (w *daemonWalk) validate(d *Daemon, lookupEnv func(string) (string, bool)) 
 	w.durationRange("rescan_interval", d.RescanInterval, MinRescanInterval, MaxRescanInterval)
 	w.validateRetry(&d.Retry)
 	w.validateMetrics(&d.Metrics)
+	w.validateNotify(&d.Notify)
 	w.oneOf("log_level", d.LogLevel, logLevels)
 	w.durationRange("shutdown_timeout", d.ShutdownTimeout, 0, MaxShutdownTimeout)
 }
@@ -161,6 +163,7 @@ func (w *daemonWalk) validateDestination(dst *Destination, spool string, spoolOK
 	}
 	w.intRange("destination.max_parts_in_flight", dst.MaxPartsInFlight, 1, MaxPartsInFlight)
 	w.oneOf("destination.conditional_writes", dst.ConditionalWrites, conditionalChoices)
+	w.validateObjectOptions(dst, strings.HasPrefix(dst.URL, "s3://"))
 }
 
 // parsedDestination is a destination URL taken apart: bucket and prefix of
@@ -350,6 +353,75 @@ func (w *daemonWalk) validateRelease(r *Release, d *Daemon, spoolOK, stateOK, fa
 		w.add("release.archive_dir", "must not be state_dir itself; the default is %s", filepath.Join(d.StateDir, DefaultArchiveSubdir))
 	case failedOK && r.ArchiveDir == d.FailedDir:
 		w.add("release.archive_dir", "must not be failed_dir (%s): archived and quarantined files would mix", d.FailedDir)
+	}
+}
+
+// validateRetention checks the archive bounds (0: none).
+func (w *daemonWalk) validateRetention(r *Release) {
+	if w.ok("release.archive_max_age") && r.ArchiveMaxAge < 0 {
+		w.add("release.archive_max_age", "%s is negative; 0 keeps archived files forever", r.ArchiveMaxAge)
+	}
+	if w.ok("release.archive_max_bytes") && r.ArchiveMaxBytes < 0 {
+		w.add("release.archive_max_bytes", "is negative; 0 sets no bound")
+	}
+	if r.Policy == "delete" {
+		if r.ArchiveMaxAge != 0 {
+			w.add("release.archive_max_age", "is set, but release.policy is delete: nothing is archived; remove one or the other")
+		}
+		if r.ArchiveMaxBytes != 0 {
+			w.add("release.archive_max_bytes", "is set, but release.policy is delete: nothing is archived; remove one or the other")
+		}
+	}
+}
+
+func (w *daemonWalk) validateNotify(n *Notify) {
+	if w.ok("notify.webhook") && n.Webhook != "" {
+		// Never quoted: a webhook URL often carries its token.
+		u, err := url.Parse(n.Webhook)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			w.add("notify.webhook", "is not an http(s)://host/path URL (not shown: it may carry a token)")
+		case u.User != nil:
+			w.add("notify.webhook", "must not carry user:password@; put a token in the path or query if the receiver wants one")
+		}
+	}
+	if w.ok("notify.exec") && len(n.Exec) > 0 && !filepath.IsAbs(n.Exec[0]) {
+		w.add("notify.exec", "the command %s must be an absolute path (the service's PATH is not yours)", quote(n.Exec[0]))
+	}
+	w.intRange("notify.queue", n.Queue, 1, MaxNotifyQueue)
+	w.positiveDuration("notify.timeout", n.Timeout, MaxNotifyTimeout)
+}
+
+// validateObjectOptions checks the S3 object options: storage class, SSE
+// and tags, which only an S3 destination has.
+func (w *daemonWalk) validateObjectOptions(dst *Destination, isS3 bool) {
+	set := dst.StorageClass != "" || dst.SSE != "" || dst.SSEKMSKeyID != "" || len(dst.Tags) > 0
+	if set && !isS3 {
+		w.add("destination", "storage_class, sse, sse_kms_key_id and tags apply to an s3:// destination only")
+		return
+	}
+	if dst.StorageClass != "" && !isToken(dst.StorageClass, "_") {
+		w.add("destination.storage_class", "%s is not a storage class name (STANDARD, STANDARD_IA, INTELLIGENT_TIERING, GLACIER_IR, …)", quote(dst.StorageClass))
+	}
+	switch dst.SSE {
+	case "", "AES256":
+		if dst.SSEKMSKeyID != "" {
+			w.add("destination.sse_kms_key_id", "is set, but sse is not aws:kms")
+		}
+	case "aws:kms":
+	default:
+		w.add("destination.sse", "%s is not one of AES256 (SSE-S3), aws:kms (SSE-KMS)", quote(dst.SSE))
+	}
+	if len(dst.Tags) > MaxTags {
+		w.add("destination.tags", "has %d tags; S3 allows at most %d per object", len(dst.Tags), MaxTags)
+	}
+	for k, v := range dst.Tags {
+		switch {
+		case len(k) < 1 || len(k) > 128:
+			w.add("destination.tags", "key %s: want 1 to 128 characters", quote(k))
+		case len(v) > 256:
+			w.add("destination.tags", "%s: a value of %d characters; S3 allows 256", quote(k), len(v))
+		}
 	}
 }
 
