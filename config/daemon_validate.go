@@ -400,29 +400,47 @@ func (w *daemonWalk) validateObjectOptions(dst *Destination, isS3 bool) {
 		w.add("destination", "storage_class, sse, sse_kms_key_id and tags apply to an s3:// destination only")
 		return
 	}
-	if dst.StorageClass != "" && !isToken(dst.StorageClass, "_") {
-		w.add("destination.storage_class", "%s is not a storage class name (STANDARD, STANDARD_IA, INTELLIGENT_TIERING, GLACIER_IR, …)", quote(dst.StorageClass))
+	for _, p := range ObjectOptionsProblems(dst.StorageClass, dst.SSE, dst.SSEKMSKeyID, dst.Tags) {
+		w.add("destination."+p.Field, "%s", p.Msg)
 	}
-	switch dst.SSE {
+}
+
+// ObjectOptionsProblems checks S3 object options (the daemon config's and
+// the command line's alike); each problem names its option.
+func ObjectOptionsProblems(class, sse, kmsKey string, tags map[string]string) []FieldError {
+	var out []FieldError
+	add := func(field, format string, args ...any) {
+		out = append(out, FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if class != "" && !isToken(class, "_") {
+		add("storage_class", "%s is not a storage class name (STANDARD, STANDARD_IA, INTELLIGENT_TIERING, GLACIER_IR, …)", quote(class))
+	}
+	switch sse {
 	case "", "AES256":
-		if dst.SSEKMSKeyID != "" {
-			w.add("destination.sse_kms_key_id", "is set, but sse is not aws:kms")
+		if kmsKey != "" {
+			add("sse_kms_key_id", "is set, but sse is not aws:kms")
 		}
 	case "aws:kms":
 	default:
-		w.add("destination.sse", "%s is not one of AES256 (SSE-S3), aws:kms (SSE-KMS)", quote(dst.SSE))
+		add("sse", "%s is not one of AES256 (SSE-S3), aws:kms (SSE-KMS)", quote(sse))
 	}
-	if len(dst.Tags) > MaxTags {
-		w.add("destination.tags", "has %d tags; S3 allows at most %d per object", len(dst.Tags), MaxTags)
+	if len(tags) > MaxTags {
+		add("tags", "has %d tags; S3 allows at most %d per object", len(tags), MaxTags)
 	}
-	for k, v := range dst.Tags {
-		switch {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch v := tags[k]; {
 		case len(k) < 1 || len(k) > 128:
-			w.add("destination.tags", "key %s: want 1 to 128 characters", quote(k))
+			add("tags", "key %s: want 1 to 128 characters", quote(k))
 		case len(v) > 256:
-			w.add("destination.tags", "%s: a value of %d characters; S3 allows 256", quote(k), len(v))
+			add("tags", "%s: a value of %d characters; S3 allows 256", quote(k), len(v))
 		}
 	}
+	return out
 }
 
 func (w *daemonWalk) validateRetry(r *Retry) {

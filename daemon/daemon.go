@@ -36,6 +36,14 @@ type Options struct {
 	JobMaxBackoff   time.Duration
 	MetricsListen   string // host:port, or "" for none
 	Version         string
+	Revision        string // VCS revision of the build, for zspool_build_info
+	EngineName      string // the configured engine (auto, cpu, gpu), for zspool_build_info
+	// Announce says who hears of each stored or failed job.
+	Announce AnnounceOptions
+	// ArchiveMaxAge and ArchiveMaxBytes bound release.policy archive's
+	// directory (0: no bound); the oldest archived acquisitions go first.
+	ArchiveMaxAge   time.Duration
+	ArchiveMaxBytes int64
 	// ZstdEncoder is each job's pipeline.Options.ZstdEncoder: empty for
 	// the engine's own, pipeline.EncoderKlauspost or pipeline.EncoderLit.
 	ZstdEncoder string
@@ -58,14 +66,15 @@ type Options struct {
 
 // Daemon is the running service.
 type Daemon struct {
-	opt     Options
-	log     *zap.Logger
-	dest    destination.Dest
-	s3      *s3sink.Sink // nil for a local destination
-	journal *Journal
-	m       *metrics
-	notify  *notifier
-	jobsDir string
+	opt      Options
+	log      *zap.Logger
+	dest     destination.Dest
+	s3       *s3sink.Sink // nil for a local destination
+	journal  *Journal
+	m        *metrics
+	notify   *notifier
+	announce *announcer
+	jobsDir  string
 
 	mu      sync.Mutex
 	queue   []item             // ready, not started
@@ -74,10 +83,11 @@ type Daemon struct {
 	waiting map[string]pending // manifests whose raw file is not the right size yet
 	wake    chan struct{}
 
-	ready    atomic.Bool
-	lastTick atomic.Int64
-	stopping atomic.Bool // finish the current shard layer, then stop
-	metrics  atomic.Pointer[net.Addr]
+	ready       atomic.Bool
+	lastTick    atomic.Int64
+	stopping    atomic.Bool // finish the current shard layer, then stop
+	metrics     atomic.Pointer[net.Addr]
+	retentionMu sync.Mutex // one retention pass at a time
 	// lastRetryLog is when a retried S3 request was last logged (unix ns).
 	lastRetryLog atomic.Int64
 }
@@ -106,7 +116,9 @@ func New(ctx context.Context, log *zap.Logger, opt Options) (*Daemon, error) {
 	if err := pipeline.CheckZstdEncoder(opt.ZstdEncoder); err != nil {
 		return nil, fmt.Errorf("zstd_encoder: %w", err)
 	}
-	d := &Daemon{opt: opt, log: log, m: newMetrics(), notify: newNotifier(log),
+	m := newMetrics(metricsInfo{version: opt.Version, revision: opt.Revision, engine: opt.EngineName,
+		dirs: map[string]string{"spool": opt.SpoolDir, "state": opt.StateDir}})
+	d := &Daemon{opt: opt, log: log, m: m, notify: newNotifier(log), announce: newAnnouncer(log, m, opt.Announce),
 		jobsDir: filepath.Join(opt.StateDir, "jobs"),
 		active:  map[string]bool{}, names: map[string]string{}, waiting: map[string]pending{},
 		wake: make(chan struct{}, 1)}
@@ -166,7 +178,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.journal.Close()
 	d.lastTick.Store(time.Now().UnixNano())
 	if d.opt.MetricsListen != "" {
-		addr, err := d.m.serve(ctx, d.log, d.opt.MetricsListen, d.healthy, d.ready.Load)
+		addr, err := d.m.serve(ctx, d.log, d.opt.MetricsListen, d.healthy, d.ready.Load, d.serveJobs)
 		if err != nil {
 			return err
 		}
@@ -186,6 +198,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("watch %s: %w", d.opt.SpoolDir, err)
 	}
 	d.scan()
+
+	// Announcements outlive the intake: what the last jobs report is
+	// still sent, for a few seconds after they stop.
+	annCtx, cancelAnn := context.WithCancel(context.WithoutCancel(ctx))
+	annDone := make(chan struct{})
+	go func() { defer close(annDone); d.announce.run(annCtx) }()
+	defer func() {
+		d.announce.drain(announceDrain)
+		cancelAnn()
+		<-annDone
+	}()
 
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
@@ -265,6 +288,7 @@ func (d *Daemon) loop(ctx context.Context, w *fsnotify.Watcher) {
 			d.scan()
 		case <-rescan.C:
 			d.scan()
+			d.enforceRetention(d.log)
 		case <-settle.C:
 			if d.waitingCount() > 0 {
 				d.scan()

@@ -78,7 +78,7 @@ func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 		// full, …): retried, never quarantined. The attempt's uploads
 		// are aborted first: the retry starts each shard afresh, and an
 		// upload it would not know of must not stay on the bucket.
-		d.m.jobs.WithLabelValues("retried").Inc()
+		d.m.jobRetries.Inc()
 		_, _ = d.journal.Update(job.ID, func(j *Job) { j.Attempts++; j.LastError = err.Error() })
 		log.Warn("transient fault: retrying", zap.Error(err), zap.Duration("in", backoff), zap.Int("attempt", job.Attempts+1))
 		if serr := d.sweepDataset(jobCtx, job.Name); serr != nil {
@@ -193,6 +193,11 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	defer eng.Close()
+	if job.Layers != plan.ShardLayers() {
+		if _, err := d.journal.Update(job.ID, func(j *Job) { j.Layers = plan.ShardLayers() }); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
 	first := min(job.LayersDone, plan.ShardLayers())
 	if first > 0 {
 		log.Info("job resumed", zap.Int64("layer", first), zap.Int64("layers", plan.ShardLayers()))
@@ -219,6 +224,14 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 	}
 	d.m.bytesIn.Add(float64(res.BytesIn))
 	d.m.bytesOut.Add(float64(res.BytesOut))
+	if _, err := d.journal.Update(job.ID, func(j *Job) {
+		// A resumed job adds to what the runs before it did.
+		j.BytesIn += res.BytesIn
+		j.BytesOut += res.BytesOut
+		j.Seconds += res.Elapsed.Seconds()
+	}); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
 	for _, s := range res.Stages {
 		d.m.stage.WithLabelValues(s.Name).Add(s.Busy.Seconds())
 	}
@@ -313,8 +326,36 @@ func (d *Daemon) release(log *zap.Logger, job *Job) error {
 		return err
 	}
 	d.m.jobs.WithLabelValues("stored").Inc()
+	d.m.duration.Observe(time.Since(job.Created).Seconds())
+	d.m.lastSuccess.SetToCurrentTime()
+	o := d.outcome("stored", job)
+	log.Info("job stored", zap.String("uri", o.URI), zap.Int64("bytes_in", o.BytesIn), zap.Int64("bytes_out", o.BytesOut),
+		zap.Float64("ratio", o.Ratio), zap.Float64("seconds", o.Seconds))
+	d.finish(log, o)
 	log.Info("job released", zap.String("policy", d.opt.Release))
+	d.enforceRetention(log)
 	return nil
+}
+
+// outcome describes a finished job for its announcement and the history.
+func (d *Daemon) outcome(event string, job *Job) Outcome {
+	o := Outcome{Event: event, Job: job.ID, Dataset: job.Name, Manifest: job.Manifest, Data: job.Data,
+		BytesIn: job.BytesIn, BytesOut: job.BytesOut, Seconds: job.Seconds, Time: time.Now().UTC(), Version: d.opt.Version}
+	if job.Name != "" {
+		o.URI = destination.Describe(d.dest, datasetRoot(job.Name))
+	}
+	if o.BytesOut > 0 {
+		o.Ratio = float64(o.BytesIn) / float64(o.BytesOut)
+	}
+	return o
+}
+
+// finish records a finished job in the history and announces it.
+func (d *Daemon) finish(log *zap.Logger, o Outcome) {
+	if err := d.journal.AddHistory(o); err != nil {
+		log.Warn("journal: recording the job's history", zap.Error(err))
+	}
+	d.announce.add(o)
 }
 
 // checkRawUnchanged holds a claimed raw file to the size and mtime it was
@@ -384,8 +425,9 @@ type errorReport struct {
 // aborts whatever uploads the job left.
 func (d *Daemon) failJob(ctx context.Context, log *zap.Logger, job *Job, cause error) {
 	dir := filepath.Join(d.jobsDir, job.ID)
-	if err := d.quarantine(dir, job.ID, []string{job.Data, job.Manifest}, errorReport{
-		Reason: cause.Error(), Manifest: job.Manifest, Data: job.Data, Attempts: job.Attempts}); err != nil {
+	kept, err := d.quarantine(dir, job.ID, []string{job.Data, job.Manifest}, errorReport{
+		Reason: cause.Error(), Manifest: job.Manifest, Data: job.Data, Attempts: job.Attempts})
+	if err != nil {
 		log.Error("moving a failed job to failed/", zap.Error(err))
 		return
 	}
@@ -395,7 +437,10 @@ func (d *Daemon) failJob(ctx context.Context, log *zap.Logger, job *Job, cause e
 		log.Warn("uploads of a failed job not aborted yet; the periodic sweep retries", zap.Error(err))
 	}
 	d.m.jobs.WithLabelValues("failed").Inc()
-	log.Error("job failed: bad input", zap.String("reason", cause.Error()))
+	log.Error("job failed: bad input", zap.String("reason", cause.Error()), zap.String("kept", kept))
+	o := d.outcome("failed", job)
+	o.Error, o.Kept = cause.Error(), kept
+	d.finish(log, o)
 }
 
 // failSpool fails an acquisition straight from the spool (it never got
@@ -414,37 +459,40 @@ func (d *Daemon) failSpool(id, manifest string, withData bool, cause error) {
 			files = []string{data, manifest}
 		}
 	}
-	if err := d.quarantine(d.opt.SpoolDir, id, files, errorReport{Reason: cause.Error(), Manifest: manifest, Data: data}); err != nil {
+	kept, err := d.quarantine(d.opt.SpoolDir, id, files, errorReport{Reason: cause.Error(), Manifest: manifest, Data: data})
+	if err != nil {
 		d.log.Error("moving bad input to failed/", zap.String("manifest", manifest), zap.Error(err))
 		return
 	}
 	d.m.jobs.WithLabelValues("failed").Inc()
-	d.log.Error("acquisition failed: bad input", zap.String("job", id), zap.String("reason", cause.Error()))
+	d.log.Error("acquisition failed: bad input", zap.String("job", id), zap.String("reason", cause.Error()), zap.String("kept", kept))
+	d.finish(d.log, Outcome{Event: "failed", Job: id, Manifest: manifest, Data: data, Error: cause.Error(), Kept: kept,
+		Time: time.Now().UTC(), Version: d.opt.Version})
 }
 
 // quarantine moves files into failed/<id>/ and then writes the report,
 // whole, by rename: whoever sees <id>.error.json (an operator, a monitor,
 // a test) finds it complete and the files already beside it.
-func (d *Daemon) quarantine(from, id string, files []string, rep errorReport) error {
+func (d *Daemon) quarantine(from, id string, files []string, rep errorReport) (string, error) {
 	to, err := freshDir(d.opt.FailedDir, id)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, f := range files {
 		if err := moveInto(from, to, f); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+			return "", err
 		}
 	}
 	rep.Time, rep.Version = time.Now().UTC(), d.opt.Version
 	b, _ := jsonIndent(rep)
 	tmp := filepath.Join(to, "."+id+".error.json.tmp")
 	if err := os.WriteFile(tmp, b, 0o640); err != nil {
-		return err
+		return "", err
 	}
 	if err := os.Rename(tmp, filepath.Join(to, id+".error.json")); err != nil {
-		return err
+		return "", err
 	}
-	return syncDir(to)
+	return to, syncDir(to)
 }
 
 // dataName is the raw file a manifest names (its default when the manifest

@@ -44,9 +44,16 @@ type Job struct {
 	DestChecked bool `json:"dest_checked,omitempty"`
 	// Archive is the directory release moves the files into, chosen once
 	// so a release redone after a crash reuses it.
-	Archive string    `json:"archive,omitempty"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	Archive string `json:"archive,omitempty"`
+	// Layers is the conversion's shard-layer count (progress is
+	// LayersDone of Layers); the rest is the finished conversion's
+	// figures, for the job's announcement.
+	Layers   int64     `json:"layers,omitempty"`
+	BytesIn  int64     `json:"bytes_in,omitempty"`
+	BytesOut int64     `json:"bytes_out,omitempty"`
+	Seconds  float64   `json:"seconds,omitempty"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
 }
 
 // Upload is a multipart upload of one object key that may be open on the
@@ -66,7 +73,12 @@ func uploadKey(key, id string) []byte { return []byte(key + "\x00" + id) }
 var (
 	jobsBucket    = []byte("jobs")
 	uploadsBucket = []byte("uploads")
+	historyBucket = []byte("history")
 )
+
+// historyKeep is how many finished jobs the journal remembers for
+// `zspool jobs`.
+const historyKeep = 200
 
 // Journal is the embedded database of jobs and open uploads. Every write
 // is one fsynced bbolt transaction, so a SIGKILL at any moment leaves the
@@ -82,7 +94,7 @@ func OpenJournal(path string) (*Journal, error) {
 		return nil, fmt.Errorf("journal %s: %w (is another zspool running on this state dir?)", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{jobsBucket, uploadsBucket} {
+		for _, b := range [][]byte{jobsBucket, uploadsBucket, historyBucket} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -217,4 +229,49 @@ func (j *Journal) Uploads() ([]Upload, error) {
 		})
 	})
 	return ups, err
+}
+
+// AddHistory remembers a finished job, forgetting the oldest beyond
+// historyKeep.
+func (j *Journal) AddHistory(o Outcome) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	key := []byte(o.Time.UTC().Format("20060102T150405.000000000Z") + "\x00" + o.Job)
+	return j.db.Update(func(tx *bolt.Tx) error {
+		hb := tx.Bucket(historyBucket)
+		if err := hb.Put(key, b); err != nil {
+			return err
+		}
+		n := 0
+		c := hb.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+		}
+		for k, _ := c.First(); k != nil && n > historyKeep; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n--
+		}
+		return nil
+	})
+}
+
+// History lists the remembered finished jobs, newest first.
+func (j *Journal) History() ([]Outcome, error) {
+	var out []Outcome
+	err := j.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(historyBucket).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			var o Outcome
+			if err := json.Unmarshal(v, &o); err != nil {
+				return err
+			}
+			out = append(out, o)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -263,7 +263,7 @@ func TestAReleaseRedoneAfterACrashLeavesNoEmptyArchiveDirectory(t *testing.T) {
 
 func TestTheFirstRetriedS3RequestIsLoggedAndTheRestAreRateLimited(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
-	d := &Daemon{log: zap.New(core), m: newMetrics()}
+	d := &Daemon{log: zap.New(core), m: newMetrics(metricsInfo{})}
 	for range 5 {
 		d.onS3Retry(fmt.Errorf("connection refused"))
 	}

@@ -59,12 +59,22 @@ func (d *Daemon) scan() {
 		d.consider(root, id, name, claimed[data])
 	}
 	d.mu.Lock()
-	for id := range d.waiting {
+	var oldest time.Time
+	for id, p := range d.waiting {
 		if !seen[id] {
 			delete(d.waiting, id) // withdrawn by the acquisition software
+			continue
+		}
+		if oldest.IsZero() || p.since.Before(oldest) {
+			oldest = p.since
 		}
 	}
 	d.m.waiting.Set(float64(len(d.waiting)))
+	if oldest.IsZero() {
+		d.m.oldestWait.Set(0)
+	} else {
+		d.m.oldestWait.Set(time.Since(oldest).Seconds())
+	}
 	d.mu.Unlock()
 }
 

@@ -42,6 +42,10 @@ type Spec struct {
 	NoRequestChecksums bool
 	ConditionalWrites  string
 	OnRetry            func(error) // S3 only: called before every retried request, with its failure
+	StorageClass       string
+	SSE                string
+	SSEKMSKeyID        string
+	Tags               map[string]string
 }
 
 // Open opens the destination; an S3 one is probed (bucket, credentials,
@@ -49,7 +53,7 @@ type Spec struct {
 func Open(ctx context.Context, log *zap.Logger, s Spec) (Dest, error) {
 	switch {
 	case s.URL == "":
-		return nil, fmt.Errorf("no destination given")
+		return nil, fmt.Errorf("%w: no destination given", s3sink.ErrConfig)
 	case strings.HasPrefix(s.URL, "s3://"):
 		return s3sink.New(ctx, log, s3sink.Config{
 			URL: s.URL, Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
@@ -57,11 +61,12 @@ func Open(ctx context.Context, log *zap.Logger, s Spec) (Dest, error) {
 			PartSize: s.PartSize, PartsInFlight: s.PartsInFlight, MaxAttempts: s.MaxAttempts,
 			MaxBackoff: s.MaxBackoff, NoRequestChecksums: s.NoRequestChecksums,
 			ConditionalWrites: s.ConditionalWrites, OnRetry: s.OnRetry,
+			StorageClass: s.StorageClass, SSE: s.SSE, SSEKMSKeyID: s.SSEKMSKeyID, Tags: s.Tags,
 		})
 	case strings.HasPrefix(s.URL, "file://"):
 		return localfs.New(strings.TrimPrefix(s.URL, "file://")), nil
 	case strings.Contains(s.URL, "://"):
-		return nil, fmt.Errorf("destination %s: want a directory, file://DIR or s3://bucket/prefix", s.URL)
+		return nil, fmt.Errorf("%w: destination %s: want a directory, file://DIR or s3://bucket/prefix", s3sink.ErrConfig, s.URL)
 	}
 	return localfs.New(s.URL), nil
 }

@@ -6,6 +6,7 @@
 package s3sink
 
 import (
+	"errors"
 	"fmt"
 	"github.com/zspool/zspool/config"
 	"net/url"
@@ -26,21 +27,25 @@ const (
 // Config describes one S3 destination. No field here is a secret:
 // credentials come from the SDK's default chain or from CredentialsFile.
 type Config struct {
-	URL                string        // s3://bucket/prefix
-	Endpoint           string        // e.g. http://127.0.0.1:9000; empty = AWS
-	Region             string        // default us-east-1
-	PathStyle          bool          // bucket in the path, as MinIO and Ceph usually want
-	CABundle           string        // PEM file of extra trusted CAs
-	Profile            string        // shared-config profile
-	CredentialsFile    string        // shared-credentials (INI) file, e.g. from systemd LoadCredential=
-	PartSize           int64         // multipart part size, ≥ 5 MiB
-	PartsInFlight      int           // UploadPart requests at once, across every shard of this sink
-	MaxAttempts        int           // per request, first try included
-	MaxBackoff         time.Duration // cap of the exponential backoff between attempts
-	ProbeTimeout       time.Duration // bound on the startup checks
-	NoRequestChecksums bool          // older servers: send checksums only where an operation requires them
-	ConditionalWrites  string        // auto (probe), on, off: If-None-Match: * on PutObject and CompleteMultipartUpload
-	OnRetry            func(error)   // called before every retried request, with the failure that caused it
+	URL                string            // s3://bucket/prefix
+	Endpoint           string            // e.g. http://127.0.0.1:9000; empty = AWS
+	Region             string            // default us-east-1
+	PathStyle          bool              // bucket in the path, as MinIO and Ceph usually want
+	CABundle           string            // PEM file of extra trusted CAs
+	Profile            string            // shared-config profile
+	CredentialsFile    string            // shared-credentials (INI) file, e.g. from systemd LoadCredential=
+	PartSize           int64             // multipart part size, ≥ 5 MiB
+	PartsInFlight      int               // UploadPart requests at once, across every shard of this sink
+	MaxAttempts        int               // per request, first try included
+	MaxBackoff         time.Duration     // cap of the exponential backoff between attempts
+	ProbeTimeout       time.Duration     // bound on the startup checks
+	NoRequestChecksums bool              // older servers: send checksums only where an operation requires them
+	ConditionalWrites  string            // auto (probe), on, off: If-None-Match: * on PutObject and CompleteMultipartUpload
+	OnRetry            func(error)       // called before every retried request, with the failure that caused it
+	StorageClass       string            // storage class of every object; empty: the bucket's default
+	SSE                string            // AES256 or aws:kms; empty: the bucket's default
+	SSEKMSKeyID        string            // aws:kms: the key id or ARN; empty: the account's default key
+	Tags               map[string]string // object tags on every object
 }
 
 // WithDefaults fills unset fields.
@@ -71,6 +76,9 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks the fields that need no network.
 func (c Config) Validate() error {
+	if ps := config.ObjectOptionsProblems(c.StorageClass, c.SSE, c.SSEKMSKeyID, c.Tags); len(ps) > 0 {
+		return fmt.Errorf("%s: %w", ps[0].Field, errors.New(ps[0].Msg))
+	}
 	if _, _, err := ParseURL(c.URL); err != nil {
 		return err
 	}

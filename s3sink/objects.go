@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -56,6 +57,7 @@ func (s *Sink) putVerified(ctx context.Context, key string, data []byte, crc str
 	if s.conditional {
 		in.IfNoneMatch = aws.String("*")
 	}
+	s.objectOptions().put(in)
 	_, err := s.client.PutObject(ctx, in)
 	if err != nil {
 		s.log.Debug("put was ambiguous or refused; settling by HeadObject", zap.String("key", key), zap.Error(err))
@@ -74,14 +76,16 @@ func (s *Sink) putVerified(ctx context.Context, key string, data []byte, crc str
 func (s *Sink) Put(ctx context.Context, rel string, data []byte) error {
 	key := s.key(rel)
 	crc := checksumHeader(crc64Of(s, data))
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+	in := &s3.PutObjectInput{
 		Bucket: &s.bucket, Key: &key,
 		Body:              bytes.NewReader(data),
 		ContentLength:     aws.Int64(int64(len(data))),
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 		ChecksumCRC64NVME: aws.String(crc),
 		ContentType:       aws.String("application/json"),
-	})
+	}
+	s.objectOptions().put(in)
+	_, err := s.client.PutObject(ctx, in)
 	if verr := s.verify(ctx, key, int64(len(data)), crc); verr != nil {
 		if err == nil || !errors.Is(verr, errNotStored) {
 			err = verr
@@ -255,4 +259,38 @@ func (s *Sink) RemoveAll(ctx context.Context, rel string) error {
 		}
 	}
 	return nil
+}
+
+// objectOptions are the storage class, encryption and tags every object
+// of the destination gets (each nil or empty when not configured).
+type objectOptions struct {
+	class   types.StorageClass
+	sse     types.ServerSideEncryption
+	kmsKey  *string
+	tagging *string
+}
+
+func (s *Sink) objectOptions() objectOptions {
+	var o objectOptions
+	o.class = types.StorageClass(s.cfg.StorageClass)
+	o.sse = types.ServerSideEncryption(s.cfg.SSE)
+	if s.cfg.SSEKMSKeyID != "" {
+		o.kmsKey = aws.String(s.cfg.SSEKMSKeyID)
+	}
+	if len(s.cfg.Tags) > 0 {
+		v := url.Values{}
+		for k, val := range s.cfg.Tags {
+			v.Set(k, val)
+		}
+		o.tagging = aws.String(v.Encode()) // S3's x-amz-tagging is a URL query string
+	}
+	return o
+}
+
+func (o objectOptions) put(in *s3.PutObjectInput) {
+	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId, in.Tagging = o.class, o.sse, o.kmsKey, o.tagging
+}
+
+func (o objectOptions) create(in *s3.CreateMultipartUploadInput) {
+	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId, in.Tagging = o.class, o.sse, o.kmsKey, o.tagging
 }

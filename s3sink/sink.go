@@ -43,6 +43,11 @@ type Sink struct {
 	OnUploadDone func(key, uploadID string)
 }
 
+// ErrConfig marks options that can never work (a bad URL, a missing CA
+// bundle or credentials file), as opposed to a destination that did not
+// answer as hoped and may later.
+var ErrConfig = errors.New("s3 destination options")
+
 // New builds the client, then checks — within ProbeTimeout — that the
 // bucket exists and the credentials work, and (conditional_writes auto)
 // whether the endpoint honours If-None-Match. A destination that cannot
@@ -50,12 +55,12 @@ type Sink struct {
 func New(ctx context.Context, log *zap.Logger, cfg Config) (*Sink, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	bucket, prefix, _ := ParseURL(cfg.URL)
 	client, err := newClient(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s := &Sink{
 		cfg: cfg, bucket: bucket, prefix: prefix, client: client, log: log,
@@ -170,9 +175,9 @@ func (s *Sink) probeConditional(ctx context.Context) (bool, error) {
 	key := s.key(".zspool-probe-" + hex.EncodeToString(rnd[:]))
 	defer s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &key}, once)
 	put := func() error {
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: &s.bucket, Key: &key, Body: strings.NewReader("probe"), IfNoneMatch: aws.String("*"),
-		}, once)
+		in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: strings.NewReader("probe"), IfNoneMatch: aws.String("*")}
+		s.objectOptions().put(in) // a bucket policy that demands them must not refuse the probe
+		_, err := s.client.PutObject(ctx, in, once)
 		return err
 	}
 	if err := put(); err != nil {

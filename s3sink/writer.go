@@ -110,12 +110,14 @@ func (w *shardWriter) sendPart() error {
 				return err
 			}
 		}
-		out, err := w.s.client.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{
+		in := &s3.CreateMultipartUploadInput{
 			Bucket:            &w.s.bucket,
 			Key:               &w.key,
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 			ChecksumType:      types.ChecksumTypeFullObject,
-		})
+		}
+		w.s.objectOptions().create(in)
+		out, err := w.s.client.CreateMultipartUpload(w.ctx, in)
 		if err != nil {
 			err = fmt.Errorf("starting multipart upload: %w", err)
 			w.fail(err)

@@ -10,9 +10,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/kernels"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/s3sink"
+	"github.com/zspool/zspool/zarr"
 )
 
 type engineFlags struct {
@@ -115,6 +118,13 @@ func newEngine(log *zap.Logger, kind string, p *pipeline.Plan) (pipeline.Engine,
 	return pipeline.NewCPU(cpu)
 }
 
+// Exit codes of convert, for scripts: fix the input, or try again later.
+const (
+	exitInput     = 1 // the acquisition (manifest, raw file) or a plan from it is bad
+	exitUsage     = 2 // flags or arguments
+	exitTransient = 3 // the destination is unreachable, throttled, full, …: a retry may clear it
+)
+
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", "RAW_OR_MANIFEST --dest DIR [flags]", stderr)
 	destSpec := fs.String("dest", "", "destination: a directory, file://DIR or s3://bucket/prefix")
@@ -122,6 +132,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sf.register(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	dryRun := fs.Bool("dry-run", false, "print the plan (levels, grids, objects, memory, engine, destination checks) and write nothing")
 	var ef engineFlags
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -132,38 +143,107 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &exitError{code: exitUsage, err: err}
 	}
 	defer log.Sync()
 	opts, err := ef.options()
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return &exitError{code: exitUsage, err: err}
 	}
 	if *destSpec == "" {
-		return &exitError{code: 2, err: fmt.Errorf("--dest is required")}
+		return &exitError{code: exitUsage, err: fmt.Errorf("--dest is required")}
 	}
 	// The acquisition is checked before the destination is even probed:
 	// bad input must not depend on, or touch, the destination.
 	src, err := pipeline.OpenSource(pipeline.ManifestFor(fs.Arg(0)))
 	if err != nil {
-		return err
+		return &exitError{code: exitInput, err: err}
 	}
 	defer src.Close()
 	opts.GPU = plansGPU(ef.engine)
 	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts); err != nil {
-		return fmt.Errorf("%s: %w", src.ManifestName, err)
+		return &exitError{code: exitInput, err: fmt.Errorf("%s: %w", src.ManifestName, err)}
+	}
+	if *dryRun {
+		sf.conditional = "off" // the probe of conditional writes writes an object
 	}
 	sink, err := openDest(ctx, log, *destSpec, &sf, opts.PartSize)
 	if err != nil {
-		return err
+		return destError(err)
+	}
+	if *dryRun {
+		return printPlan(ctx, stdout, src, sink, opts, ef.engine)
 	}
 	res, err := convertSourceWith(ctx, log, src, sink, opts, ef.engine, stderr, *quiet)
 	if err != nil {
-		return err
+		if pipeline.IsInputError(err) {
+			return &exitError{code: exitInput, err: err}
+		}
+		return &exitError{code: exitTransient, err: err}
 	}
 	fmt.Fprintf(stdout, "%s: in %s, out %s, ratio %.2f, %.2fs, %.2f GiB/s -> %s\n",
 		res.name, gib(res.BytesIn), gib(res.BytesOut), res.Ratio(), res.Elapsed.Seconds(),
 		float64(res.BytesIn)/(1<<30)/res.Elapsed.Seconds(), res.where)
+	return nil
+}
+
+// destError classifies a destination that could not be opened: options
+// that can never work are usage errors; a destination that did not answer
+// as hoped may answer later.
+func destError(err error) error {
+	if errors.Is(err, s3sink.ErrConfig) {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return &exitError{code: exitTransient, err: err}
+}
+
+// printPlan says what convert would do, having checked the input and
+// probed the destination, and writes nothing.
+func printPlan(ctx context.Context, w io.Writer, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, engine string) error {
+	destination.PlanMemory(sink, &opts)
+	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
+	if err != nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("%s: %w", src.ManifestName, err)}
+	}
+	m := src.Manifest
+	root := plan.Root()
+	fmt.Fprintf(w, "dry run: nothing is written\n")
+	fmt.Fprintf(w, "input:       %s, %d bytes of %s (%s)\n", src.RawName, src.RawSize, m.DType, m.ByteOrder)
+	fmt.Fprintf(w, "dataset:     %s\n", destination.Describe(sink, root))
+	kind := "cpu"
+	if opts.GPU {
+		kind = "gpu"
+	}
+	enc := describeZstdEncoder(opts.ZstdEncoder)
+	if m.Compression.Codec == "none" {
+		enc = "none (uncompressed)"
+	}
+	fmt.Fprintf(w, "engine:      %s (--engine %s); zstd level %d, encoder %s\n", kind, engine, m.Compression.Level, enc)
+	if m.WritesOME() {
+		fmt.Fprintf(w, "metadata:    OME-NGFF 0.5\n")
+	} else {
+		fmt.Fprintf(w, "metadata:    a plain Zarr v3 group (%s)\n", config.OMERule(m.Dimensions))
+	}
+	var shards int64
+	for _, l := range plan.Levels {
+		g := l.Grid
+		chunks := int64(1)
+		for d := range g.Shape {
+			chunks *= g.Chunks(d)
+		}
+		shards += g.ShardCount()
+		fmt.Fprintf(w, "level %-5s shape %v, chunk %v, %v chunks per shard: %s, %s\n", l.Path, g.Shape, g.Chunk, g.Shard,
+			plural(int(g.ShardCount()), "shard"), plural(int(chunks), "chunk"))
+	}
+	fmt.Fprintf(w, "objects:     %s and %d metadata documents, in %s\n", plural(int(shards), "shard object"), len(plan.Levels)+1, plural(int(plan.ShardLayers()), "shard layer"))
+	fmt.Fprintf(w, "memory:      %s of a %s budget\n", plan.WorkingSet, pipeline.FormatBytes(opts.MemoryBudget))
+	if _, err := sink.Size(ctx, root+"/zarr.json"); err == nil {
+		fmt.Fprintf(w, "destination: reachable; a dataset %s is already there and would be replaced\n", root)
+	} else if errors.Is(err, zarr.ErrNotFound) {
+		fmt.Fprintf(w, "destination: reachable; no dataset %s there yet\n", root)
+	} else {
+		return &exitError{code: exitTransient, err: fmt.Errorf("destination: %w", err)}
+	}
 	return nil
 }
 

@@ -165,7 +165,7 @@ func TestTheDaemonLandsTwentyAcquisitionsOnMinIOWithMetricsMoving(t *testing.T) 
 			case <-stopScrape:
 				return
 			case <-time.After(50 * time.Millisecond):
-				v := e.metric("zspool_bytes_in_total")
+				v := e.metric("zspool_input_bytes_total")
 				mu.Lock()
 				scrapes = append(scrapes, v)
 				mu.Unlock()
@@ -203,6 +203,22 @@ func TestTheDaemonLandsTwentyAcquisitionsOnMinIOWithMetricsMoving(t *testing.T) 
 	if got := e.metric(`zspool_jobs_total{outcome="stored"}`); got != 20 {
 		t.Errorf("jobs stored = %v, want 20", got)
 	}
+	// What dashboards and alerts read (issue 20): durations, the last
+	// success, free space, the build.
+	if got := e.metric("zspool_job_duration_seconds_count"); got != 20 {
+		t.Errorf("job duration observations = %v, want 20", got)
+	}
+	if got := e.metric("zspool_last_success_timestamp_seconds"); got < float64(time.Now().Add(-time.Hour).Unix()) {
+		t.Errorf("last success timestamp %v, want a recent unix time", got)
+	}
+	for _, series := range []string{`zspool_filesystem_free_bytes{dir="spool"}`, `zspool_filesystem_free_bytes{dir="state"}`} {
+		if got := e.metric(series); got <= 0 {
+			t.Errorf("%s = %v, want the free bytes", series, got)
+		}
+	}
+	if m := e.get("/metrics"); !strings.Contains(m, `zspool_build_info{engine=`) || strings.Contains(m, `outcome="retried"`) {
+		t.Errorf("/metrics lacks zspool_build_info, or still mixes retries into jobs_total")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	distinct := map[float64]bool{}
@@ -210,10 +226,10 @@ func TestTheDaemonLandsTwentyAcquisitionsOnMinIOWithMetricsMoving(t *testing.T) 
 		distinct[v] = true
 	}
 	if len(distinct) < 3 {
-		t.Errorf("zspool_bytes_in_total took %d values while the daemon worked, want it moving: %v", len(distinct), scrapes)
+		t.Errorf("zspool_input_bytes_total took %d values while the daemon worked, want it moving: %v", len(distinct), scrapes)
 	}
 	t.Logf("bytes_in over the run: %d scrapes, %d distinct values, final %v; bytes_out %v; shard layers %v",
-		len(scrapes), len(distinct), e.metric("zspool_bytes_in_total"), e.metric("zspool_bytes_out_total"), e.metric("zspool_shard_layers_total"))
+		len(scrapes), len(distinct), e.metric("zspool_input_bytes_total"), e.metric("zspool_output_bytes_total"), e.metric("zspool_shard_layers_total"))
 }
 
 func TestTheDaemonFailsEveryBadInputWithAReasonAndServesTheGoodOnes(t *testing.T) {

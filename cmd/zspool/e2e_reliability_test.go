@@ -79,7 +79,7 @@ func TestAJobOutlastingItsRetriesAbortsItsUploadsAndCompletes(t *testing.T) {
 	outage := outageLength(t, 5*time.Second)
 	// The SDK gives up within a second here: the job fails and retries,
 	// more than once, while its first attempt's uploads are still open.
-	e.waitFor("the job to retry twice", func() bool { return e.metric(`zspool_jobs_total{outcome="retried"}`) >= 2 })
+	e.waitFor("the job to retry twice", func() bool { return e.metric("zspool_job_retries_total") >= 2 })
 	for time.Since(downAt) < outage {
 		if _, failed := e.failedReport("outage"); failed || e.archived("outage") {
 			t.Fatal("the job ended while the destination was down")
@@ -98,7 +98,7 @@ func TestAJobOutlastingItsRetriesAbortsItsUploadsAndCompletes(t *testing.T) {
 	if out, stderr, err := zspool(t, args...); err != nil {
 		t.Fatalf("verify: %v\n%s%s", err, out, stderr)
 	}
-	t.Logf("outage of %v: %v job retries, %v request retries", outage, e.metric(`zspool_jobs_total{outcome="retried"}`), e.metric("zspool_upload_retries_total"))
+	t.Logf("outage of %v: %v job retries, %v request retries", outage, e.metric("zspool_job_retries_total"), e.metric("zspool_upload_retries_total"))
 }
 
 func TestSixtyKillsAndAnOutageLeaveNoUploadAndEveryDatasetVerifies(t *testing.T) {

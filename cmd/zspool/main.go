@@ -22,6 +22,18 @@ import (
 // it the module's build info is used.
 var version = ""
 
+// buildRevision is the VCS commit the binary was built from, or "".
+func buildRevision() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, kv := range bi.Settings {
+			if kv.Key == "vcs.revision" {
+				return kv.Value
+			}
+		}
+	}
+	return ""
+}
+
 func buildVersion() string {
 	if version != "" {
 		return version
@@ -63,6 +75,8 @@ Usage:
   zspool demo [--out ./zspool-demo]           make, convert and verify a small acquisition
   zspool run [--config FILE]                  run the spool daemon (systemd service)
   zspool config check [--config FILE]         validate the daemon config and probe the destination
+  zspool jobs [--config FILE]                 list waiting, running, failed and stored acquisitions
+  zspool requeue [--config FILE] ID…          put failed acquisitions back in the spool
   zspool version                              print the version and engines
 
 Run "zspool COMMAND --help" for a command's flags.
@@ -124,6 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdRun(ctx, rest, stdout, stderr)
 	case "config":
 		return cmdConfig(ctx, rest, stdout, stderr)
+	case "jobs":
+		return cmdJobs(ctx, rest, stdout, stderr)
+	case "requeue":
+		return cmdRequeue(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		return cmdVersion(stdout)
 	case "help", "-h", "--help":

@@ -40,13 +40,19 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 			PartsInFlight: c.Destination.MaxPartsInFlight, MaxAttempts: c.Retry.MaxAttempts,
 			MaxBackoff: time.Duration(c.Retry.MaxBackoff), NoRequestChecksums: c.Destination.NoRequestChecksums,
 			ConditionalWrites: c.Destination.ConditionalWrites,
+			StorageClass:      c.Destination.StorageClass, SSE: c.Destination.SSE, SSEKMSKeyID: c.Destination.SSEKMSKeyID,
+			Tags: c.Destination.Tags,
 		},
 		ConcurrentJobs: c.ConcurrentJobs, MemoryBudget: int64(c.MemoryBudget),
 		Settle: time.Duration(c.Settle), RescanInterval: time.Duration(c.RescanInterval),
 		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
 		JobBackoff:      time.Duration(c.Retry.JobBackoff), JobMaxBackoff: time.Duration(c.Retry.JobMaxBackoff),
 		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder, ZstdChecksum: c.ZstdChecksum, Overwrite: c.Overwrite,
-		GPU: plansGPU(c.Engine),
+		GPU:      plansGPU(c.Engine),
+		Revision: buildRevision(), EngineName: c.Engine,
+		Announce: daemon.AnnounceOptions{Webhook: c.Notify.Webhook, Exec: c.Notify.Exec, Queue: c.Notify.Queue,
+			Timeout: time.Duration(c.Notify.Timeout)},
+		ArchiveMaxAge: time.Duration(c.Release.ArchiveMaxAge), ArchiveMaxBytes: int64(c.Release.ArchiveMaxBytes),
 	}
 	if c.Metrics.Enabled() {
 		o.MetricsListen = c.Metrics.Listen

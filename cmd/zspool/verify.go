@@ -22,7 +22,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sf.register(fs)
 	// verify only reads: the flags that shape writes would only clutter
 	// its help.
-	for _, name := range []string{"max-parts-in-flight", "conditional-writes"} {
+	for _, name := range writeOnly {
 		_ = fs.MarkHidden(name)
 	}
 	if err := parseFlags(fs, args); err != nil {
