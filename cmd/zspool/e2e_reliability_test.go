@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zspool/zspool/daemon"
+	"github.com/zspool/zspool/internal/faultproxy"
 	"github.com/zspool/zspool/internal/s3test"
 	"github.com/zspool/zspool/zarr"
 )
@@ -67,29 +68,40 @@ func TestAnUploadCreatedJustBeforeAKillIsAbortedAtTheNextStart(t *testing.T) {
 func TestAJobOutlastingItsRetriesAbortsItsUploadsAndCompletes(t *testing.T) {
 	t.Parallel() // mostly waiting (kills, an outage): overlaps with the other slow ones
 	b := startBackend(t, s3test.StartMinIO)
-	proxy := newSwitchProxy(t, strings.TrimPrefix(b.srv.Endpoint, "http://"))
-	e := startDaemon(t, b.spec("http://"+proxy.addr, "outage"), func(o *daemon.Options) { o.ConcurrentJobs = 1 })
-	// Enough layers that the outage lands mid-job, shards of two parts.
-	a := newAcquisition("outage", "uint16", []dimSpec{{64, 1, 1}, {1024, 256, 4}, {1024, 256, 4}})
+	// The outage: every part upload, abort and listing fails (as during a
+	// 403 credential rotation, or a network cut that lets the first
+	// request of each upload through), for longer than the SDK retries.
+	// Each attempt of the job then opens an upload it cannot abort.
+	proxy, err := faultproxy.New(b.srv.Endpoint, 15)
+	must(t, err)
+	t.Cleanup(func() { proxy.Close() })
+	e := startDaemon(t, b.spec(proxy.URL(), "outage"), func(o *daemon.Options) { o.ConcurrentJobs = 1 })
+	a := newAcquisition("outage", "uint16", []dimSpec{{64, 4, 1}, {1024, 256, 4}, {1024, 256, 4}}) // 8 MiB shards: two 5 MiB parts
 	a.randomRaw(42, 64*1024*1024)
 	e.drop(a)
 	e.waitFor("the first shard layer", func() bool { return e.metric("zspool_shard_layers_total") >= 1 })
-	proxy.down()
+	fail := []faultproxy.Fault{faultproxy.Status500}
+	must(t, proxy.SetRules(
+		faultproxy.Rule{Op: "UploadPart", Fraction: 1, Faults: fail},
+		faultproxy.Rule{Op: "AbortMultipartUpload", Fraction: 1, Faults: fail},
+		faultproxy.Rule{Op: "ListMultipartUploads", Fraction: 1, Faults: fail}))
 	downAt := time.Now()
 	outage := outageLength(t, 5*time.Second)
-	// The SDK gives up within a second here: the job fails and retries,
-	// more than once, while its first attempt's uploads are still open.
 	e.waitFor("the job to retry twice", func() bool { return e.metric("zspool_job_retries_total") >= 2 })
 	for time.Since(downAt) < outage {
 		if _, failed := e.failedReport("outage"); failed || e.archived("outage") {
-			t.Fatal("the job ended while the destination was down")
+			t.Fatal("the job ended while the destination was failing")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	proxy.up(t)
+	leftDuring, _ := b.sink(t, "").PendingUploads(context.Background(), "")
+	must(t, proxy.SetRules())
 	e.waitFor("the job to complete", func() bool { return e.archived("outage") })
 	if _, failed := e.failedReport("outage"); failed {
 		t.Fatal("an outage quarantined the job")
+	}
+	if len(leftDuring) == 0 {
+		t.Fatal("no upload was open during the outage: the test did not reproduce the leak")
 	}
 	if ups, err := b.sink(t, "").PendingUploads(context.Background(), ""); err != nil || len(ups) != 0 {
 		t.Fatalf("%d multipart uploads left on the bucket after the outage (%v): %v", len(ups), err, ups)
@@ -98,7 +110,8 @@ func TestAJobOutlastingItsRetriesAbortsItsUploadsAndCompletes(t *testing.T) {
 	if out, stderr, err := zspool(t, args...); err != nil {
 		t.Fatalf("verify: %v\n%s%s", err, out, stderr)
 	}
-	t.Logf("outage of %v: %v job retries, %v request retries", outage, e.metric("zspool_job_retries_total"), e.metric("zspool_upload_retries_total"))
+	t.Logf("outage of %v: %d uploads open during it, all aborted after; %v job retries, %v request retries",
+		outage, len(leftDuring), e.metric("zspool_job_retries_total"), e.metric("zspool_upload_retries_total"))
 }
 
 func TestSixtyKillsAndAnOutageLeaveNoUploadAndEveryDatasetVerifies(t *testing.T) {
