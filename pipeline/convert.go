@@ -2,12 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/zspool/zspool/config"
 	"path"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/zspool/zspool/zarr"
 )
 
 // ConvertOptions are the per-run hooks of Convert.
@@ -125,6 +128,12 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	if err != nil {
 		return nil, err
 	}
+	// The commit point vouches for the metadata as well: a group that
+	// breaks OME-NGFF 0.5 is never written (it would be zspool's bug, so
+	// the job fails loudly rather than ship it).
+	if err := checkGroupDocument(doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", groupKey, err)
+	}
 	if err := sink.Put(ctx, groupKey, doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", groupKey, err)
 	}
@@ -168,4 +177,17 @@ func resumeTracker(p *Plan, first int64, report func(int64) error) func(level in
 		last = resume
 		return report(resume)
 	}
+}
+
+// checkGroupDocument holds an OME group document to OME-NGFF 0.5's strict
+// schema and rules; a plain group has nothing to hold.
+func checkGroupDocument(doc []byte) error {
+	var g zarr.GroupMetadata
+	if err := json.Unmarshal(doc, &g); err != nil {
+		return err
+	}
+	if _, ok := g.Attributes["ome"]; !ok {
+		return nil
+	}
+	return zarr.CheckOMEAttributes(g.Attributes)
 }

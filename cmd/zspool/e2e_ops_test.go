@@ -227,3 +227,37 @@ func TestStorageClassAndTagsReachEveryObjectOnMinIO(t *testing.T) {
 		}
 	}
 }
+
+func TestServerSideEncryptionReachesEveryObjectOnMinIO(t *testing.T) {
+	b := startBackend(t, s3test.StartMinIO)
+	dir := t.TempDir()
+	a := newAcquisition("sse", "uint16", []dimSpec{{4, 2, 2}, {1024, 512, 2}, {1024, 512, 2}})
+	a.randomRaw(9, 4*1024*1024)
+	for _, c := range []struct{ prefix, mode, kms, want string }{
+		{"sse-s3", "AES256", "", "AES256"},
+		{"sse-kms", "aws:kms", "zspool-test-key", "aws:kms"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			args := append([]string{"convert", a.write(t, dir), "--dest", "s3://" + testBucket + "/" + c.prefix, "--part-size", "5MiB", "--sse", c.mode}, b.flags(b.srv.Endpoint)...)
+			if c.kms != "" {
+				args = append(args, "--sse-kms-key-id", c.kms)
+			}
+			if _, stderr, err := zspool(t, args...); err != nil {
+				t.Fatalf("convert: %v\n%s", err, stderr)
+			}
+			keys, err := b.sink(t, c.prefix).List(t.Context(), "sse.ome.zarr")
+			must(t, err)
+			for _, k := range keys {
+				head, err := b.srv.Do(t.Context(), http.MethodHead, "/"+testBucket+"/"+c.prefix+"/"+k, nil, nil)
+				must(t, err)
+				if got := head.Header.Get("X-Amz-Server-Side-Encryption"); got != c.want {
+					t.Errorf("%s: server-side encryption %q, want %q", k, got, c.want)
+				}
+			}
+			verify := append([]string{"verify", "s3://" + testBucket + "/" + c.prefix + "/sse.ome.zarr", "--raw", filepath.Join(dir, "sse.raw")}, b.flags(b.srv.Endpoint)...)
+			if _, stderr, err := zspool(t, verify...); err != nil {
+				t.Fatalf("verify: %v\n%s", err, stderr)
+			}
+		})
+	}
+}

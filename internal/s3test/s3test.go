@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -119,6 +120,10 @@ var minioSpec = serverSpec{
 			// the machine's memory and skips the root-disk check.
 			"MINIO_CI_CD=1",
 			"MINIO_CALLHOME_ENABLE=off",
+			// A static key so SSE-S3 and SSE-KMS requests can be served
+			// (without a KMS MinIO refuses them); a test key, 32 zero
+			// bytes, for test data only.
+			"MINIO_KMS_SECRET_KEY=zspool-test-key:" + base64.StdEncoding.EncodeToString(make([]byte, 32)),
 		}
 		return args, env, nil
 	},
