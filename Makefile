@@ -12,7 +12,7 @@ GOTESTSUM := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)/gotestsum
 test: modules interop/node_modules/.installed s3-servers $(GOTESTSUM)
 	@echo "== go vet (builds every package: a few minutes the first time)"
 	$(GO) vet ./...
-	@echo "== tests with -race: about 25 minutes on 2 cores; each test is listed as it ends"
+	@echo "== tests with -race: about 8 minutes on 2 idle cores (more on busy ones); each test is listed as it ends"
 	ZSPOOL_REQUIRE_INTEROP=1 ZSPOOL_REQUIRE_S3=1 ZSPOOL_REQUIRE_SYSTEMD=1 AWS_EC2_METADATA_DISABLED=true \
 	  $(GOTESTSUM) --format testname --format-hide-empty-pkg -- -race -count=1 -timeout 30m ./...
 

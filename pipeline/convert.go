@@ -53,7 +53,7 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	root := p.Root()
 	if m := p.Manifest; m.OME == config.OMEAuto && !m.WritesOME() {
 		log.Warn("the dimensions cannot be an OME-NGFF image: writing a plain Zarr v3 group (set ome: true in the manifest to refuse such acquisitions instead)",
-			zap.String("dataset", root), zap.String("rule", config.OMERule(m.Dimensions)))
+			zap.String("root", root), zap.String("rule", config.OMERule(m.Dimensions)))
 	}
 	groupKey := path.Join(root, "zarr.json")
 	// A group document left by an earlier run must not vouch for shards
