@@ -269,3 +269,34 @@ func TestEveryMessageOfTheDaemonIsAJSONLineItsFatalOnesToo(t *testing.T) {
 		})
 	}
 }
+
+func TestOneSIGTERMStopsTheDaemonCleanlyEveryTime(t *testing.T) {
+	// One SIGTERM reaches two listeners (main's and the daemon's); it used
+	// to count as two about half the time, and the daemon exited 130 at
+	// once instead of finishing its shard layer and exiting 0.
+	base := t.TempDir()
+	spool, state := filepath.Join(base, "spool"), filepath.Join(base, "state")
+	must(t, os.MkdirAll(spool, 0o755))
+	cfg := filepath.Join(base, "zspool.yaml")
+	writeFile(t, cfg, fmt.Sprintf("spool_dir: %s\nstate_dir: %s\ndestination: {url: %s}\nmetrics: {listen: \"off\"}\n",
+		spool, state, filepath.Join(base, "out")))
+	for i := range 12 {
+		lp := filepath.Join(base, fmt.Sprintf("run%02d.log", i))
+		cmd := daemonProc(t, cfg, lp)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if b, _ := os.ReadFile(lp); strings.Contains(string(b), "zspool running") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d did not start", i)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		must(t, cmd.Process.Signal(syscall.SIGTERM))
+		if err := cmd.Wait(); err != nil {
+			b, _ := os.ReadFile(lp)
+			t.Fatalf("run %d: one SIGTERM gave %v, want exit 0\n%s", i, err, b)
+		}
+	}
+}

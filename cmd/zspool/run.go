@@ -107,19 +107,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case s := <-sigs:
-			log.Info("signal: stopping", zap.String("signal", s.String()))
-			stop()
-		case <-ctx.Done():
-			stop()
-		}
-		s := <-sigs
-		log.Warn("second signal: exiting now; the journal resumes the work", zap.String("signal", s.String()))
-		_ = log.Sync()
-		os.Exit(130)
-	}()
+	go watchSignals(log, sigs, ctx.Done(), stop, func(code int) { _ = log.Sync(); os.Exit(code) })
 	opt.NewEngine = func(p *pipeline.Plan) (pipeline.Engine, error) { return newEngine(log, cfg.Engine, p) }
 	d, err := daemon.New(runCtx, log, opt)
 	if err != nil {
@@ -207,4 +195,28 @@ func describeZstdChecksum(on bool) string {
 		return "on (each frame ends with the low 4 bytes of its content's XXH64)"
 	}
 	return "off (the shard index's crc32c and the store's per-object checksum cover the chunks)"
+}
+
+// watchSignals stops the daemon at the first signal and exits at the
+// second. Signals are counted on sigs alone: main's NotifyContext sees the
+// same SIGTERM, so done closing says nothing about how many came (counting
+// it too made one SIGTERM look like two, and the daemon exit 130 at once).
+func watchSignals(log *zap.Logger, sigs <-chan os.Signal, done <-chan struct{}, stop func(), exit func(code int)) {
+	for first := true; ; {
+		select {
+		case s := <-sigs:
+			if first {
+				first = false
+				log.Info("signal: stopping", zap.String("signal", s.String()))
+				stop()
+				continue
+			}
+			log.Warn("second signal: exiting now; the journal resumes the work", zap.String("signal", s.String()))
+			exit(130)
+			return
+		case <-done:
+			done = nil
+			stop()
+		}
+	}
 }
