@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
-
 	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/zarr"
@@ -50,15 +47,7 @@ func newHarness(t *testing.T, dest destination.Spec, tweak func(*Options)) *harn
 
 func (h *harness) start() {
 	h.t.Helper()
-	log := zaptest.NewLogger(h.t, zaptest.Level(zap.InfoLevel))
-	d, err := New(context.Background(), log, h.opt)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.d, h.cancel, h.done = d, cancel, make(chan error, 1)
-	go func() { h.done <- d.Run(ctx) }()
-	h.waitFor("ready", func() bool { return d.ready.Load() })
+	h.startOrFail()
 }
 
 func (h *harness) stop() {

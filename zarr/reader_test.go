@@ -82,18 +82,6 @@ func paddedChunk(g zarr.Grid, c []int64, elem int, data []byte) []byte {
 	return out
 }
 
-func elemSize(dtype string) int {
-	switch dtype {
-	case "uint8", "int8":
-		return 1
-	case "uint16", "int16":
-		return 2
-	case "uint32", "int32", "float32":
-		return 4
-	}
-	return 8
-}
-
 // zeroChunk clears every element of chunk c in data, so the writer omits it.
 func zeroChunk(g zarr.Grid, c []int64, elem int, data []byte) {
 	for i := range prod(g.Shape) {
@@ -163,7 +151,7 @@ func build(t *testing.T, levels []level, h hooks) *fixture {
 	fx.st = localfs.New(filepath.Join(fx.dir, "out"))
 	for li, l := range levels {
 		g := l.spec.Grid
-		elem := elemSize(l.spec.DataType)
+		elem := zarr.DataTypeSize(l.spec.DataType)
 		if err := fx.st.Put(ctx, root+"/"+l.path+"/zarr.json", l.spec.Document()); err != nil {
 			t.Fatal(err)
 		}

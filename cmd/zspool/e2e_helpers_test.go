@@ -39,18 +39,6 @@ func newAcquisition(name, dtype string, dims []dimSpec) *acquisition {
 	}}
 }
 
-func dtypeSize(t string) int {
-	switch t {
-	case "uint8", "int8":
-		return 1
-	case "uint16", "int16":
-		return 2
-	case "uint32", "int32", "float32":
-		return 4
-	}
-	return 8
-}
-
 // randomRaw fills the acquisition with seeded random elements. Floats get
 // finite values: NaN payloads are not guaranteed to survive every reader.
 func (a *acquisition) randomRaw(seed uint64, elems int64) {
@@ -60,7 +48,7 @@ func (a *acquisition) randomRaw(seed uint64, elems int64) {
 	if big {
 		order = binary.BigEndian
 	}
-	size := dtypeSize(dt)
+	size := zarr.DataTypeSize(dt)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	a.raw = make([]byte, elems*int64(size))
 	for i := int64(0); i < elems; i++ {
