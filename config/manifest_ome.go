@@ -3,10 +3,11 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/zspool/zspool/zarr"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/zspool/zspool/zarr"
 )
 
 // The OME-NGFF 0.5 side of the manifest: axis types inferred from
@@ -69,7 +70,7 @@ func normalizeUnit(typ, unit string) (string, string) {
 		return "", fmt.Sprintf("%s is a %s unit, but this is a %s axis", quote(unit), otherType, typ)
 	}
 	msg := fmt.Sprintf("%s is not a %s unit OME-NGFF 0.5 knows", quote(unit), typ)
-	if best := nearestName(strings.ToLower(name), want); best != "" {
+	if best := nearKey(name, want); best != "" {
 		msg += fmt.Sprintf("; did you mean %q?", best)
 	} else if typ == "space" {
 		msg += ` (e.g. "micrometer", "nanometer", "millimeter")`
@@ -99,17 +100,6 @@ func canonicalUnit(u string) string {
 		return n
 	}
 	return u
-}
-
-// nearestName is the closest of names to s within three edits, or "".
-func nearestName(s string, names []string) string {
-	best, bestD := "", 4
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
 }
 
 // OMERule says which OME-NGFF 0.5 axis rule these dimensions break, or ""

@@ -246,7 +246,7 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 // (HeadObject on S3) — each shard of each level, each array document, and
 // the group document written last — before the raw file may go.
 func (d *Daemon) confirmStored(ctx context.Context, job *Job) error {
-	ds, err := zarr.Open(ctx, d.dest, job.Name+".ome.zarr")
+	ds, err := zarr.Open(ctx, d.dest, pipeline.DatasetRoot(job.Name))
 	if err != nil {
 		return fmt.Errorf("stored check: %w", err)
 	}
@@ -342,7 +342,7 @@ func (d *Daemon) outcome(event string, job *Job) Outcome {
 	o := Outcome{Event: event, Job: job.ID, Dataset: job.Name, Manifest: job.Manifest, Data: job.Data,
 		BytesIn: job.BytesIn, BytesOut: job.BytesOut, Seconds: job.Seconds, Time: time.Now().UTC(), Version: d.opt.Version}
 	if job.Name != "" {
-		o.URI = destination.Describe(d.dest, datasetRoot(job.Name))
+		o.URI = destination.Describe(d.dest, pipeline.DatasetRoot(job.Name))
 	}
 	if o.BytesOut > 0 {
 		o.Ratio = float64(o.BytesIn) / float64(o.BytesOut)
@@ -520,7 +520,7 @@ func (d *Daemon) checkDest(ctx context.Context, job *Job) error {
 	if job.DestChecked {
 		return nil
 	}
-	root := datasetRoot(job.Name)
+	root := pipeline.DatasetRoot(job.Name)
 	who, err := d.storedBy(ctx, root)
 	if err != nil {
 		return err

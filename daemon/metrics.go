@@ -63,12 +63,12 @@ func newMetrics(info metricsInfo) *metrics {
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "zspool_build_info", Help: "1, labelled with the build's version, VCS revision and configured engine."}, []string{"version", "revision", "engine"})
 	build.WithLabelValues(info.version, info.revision, info.engine).Set(1)
-	free := prometheus.NewGaugeFunc // one per directory, read at scrape time
 	m.reg.MustRegister(m.queue, m.running, m.waiting, m.oldestWait, m.jobs, m.jobRetries, m.duration, m.lastSuccess,
 		m.bytesIn, m.bytesOut, m.retries, m.layers, m.stage, m.notifyDrop, m.notifyFail, build,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	for label, dir := range info.dirs {
-		m.reg.MustRegister(free(prometheus.GaugeOpts{Name: "zspool_filesystem_free_bytes", Help: "Bytes available to the daemon on the filesystem of a directory it needs.",
+		// Read at scrape time, one series per directory.
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zspool_filesystem_free_bytes", Help: "Bytes available to the daemon on the filesystem of a directory it needs.",
 			ConstLabels: prometheus.Labels{"dir": label}}, func() float64 { return freeBytes(dir) }))
 	}
 	for _, o := range []string{"stored", "failed"} {

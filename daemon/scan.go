@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ func (d *Daemon) scan() {
 				name, data, first)})
 			continue
 		}
-		d.consider(root, id, name, claimed[data])
+		d.consider(root, id, name, data, claimed[data])
 	}
 	d.mu.Lock()
 	var oldest time.Time
@@ -92,42 +91,53 @@ func (d *Daemon) claimedRaws() map[string]string {
 	return out
 }
 
-// consider judges one manifest; claimedBy names the job that holds a raw
-// file of the same name, if any.
-func (d *Daemon) consider(root *os.Root, id, name, claimedBy string) {
-	src, err := pipeline.OpenSourceIn(root, d.opt.SpoolDir, name)
+// consider judges one manifest; data is the raw file it names (as
+// dataName reads it), claimedBy the job that holds a raw file of that
+// name, if any.
+func (d *Daemon) consider(root *os.Root, id, name, data, claimedBy string) {
+	it, err := d.candidate(root, id, name)
 	if err == nil {
-		data, dsName := src.RawName, src.Manifest.Name
-		src.Close()
-		if err = errors.Join(checkLinks(root, name), checkLinks(root, data)); err == nil {
-			if _, err = pipeline.NewPlan(src.Manifest, data, src.RawSize, pipeline.Options{MemoryBudget: 1 << 62}); err == nil {
-				// Valid now, but the acquisition may still be writing (a
-				// raw file whose first dimension is open is valid at
-				// every whole frame): claimed only once it holds still.
-				if !d.settled(root, id, name) {
-					return
-				}
-				d.clearWaiting(id)
-				if d.busyName(dsName) {
-					return // the same dataset is being written: wait for it
-				}
-				d.enqueue(item{id: id, manifest: name, data: data, name: dsName})
-				return
-			}
+		// Valid now, but the acquisition may still be writing (a raw file
+		// whose first dimension is open is valid at every whole frame):
+		// claimed only once it holds still.
+		if !d.settled(root, id, name, data) {
+			return
 		}
+		d.clearWaiting(id)
+		if !d.busyName(it.name) { // else the same dataset is being written: wait for it
+			d.enqueue(it)
+		}
+		return
 	}
 	if !pipeline.IsInputError(err) {
 		d.log.Warn("spool: cannot look at an acquisition yet", zap.String("manifest", name), zap.Error(err))
 		return
 	}
-	if isWaitable(err) && !d.settled(root, id, name) {
+	if isWaitable(err) && !d.settled(root, id, name, data) {
 		return
 	}
-	if claimedBy != "" && errors.Is(err, fs.ErrNotExist) || claimedBy != "" && strings.Contains(err.Error(), "does not exist") {
+	if claimedBy != "" && isMissing(err) {
 		err = &pipeline.InputError{Err: fmt.Errorf("%w; a raw file of that name was claimed by %s, and one raw file feeds one acquisition", err, claimedBy)}
 	}
 	d.clearWaiting(id)
 	d.failSpool(id, name, true, err)
+}
+
+// candidate opens and plans an acquisition: the item to queue, or why it
+// cannot be one (yet).
+func (d *Daemon) candidate(root *os.Root, id, name string) (item, error) {
+	src, err := pipeline.OpenSourceIn(root, d.opt.SpoolDir, name)
+	if err != nil {
+		return item{}, err
+	}
+	src.Close()
+	if err := errors.Join(checkLinks(root, name), checkLinks(root, src.RawName)); err != nil {
+		return item{}, err
+	}
+	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, pipeline.Options{MemoryBudget: 1 << 62}); err != nil {
+		return item{}, err
+	}
+	return item{id: id, manifest: name, data: src.RawName, name: src.Manifest.Name}, nil
 }
 
 // fileState is what settling watches of a file: it must hold still.
@@ -150,11 +160,11 @@ func statIn(root *os.Root, name string) fileState {
 // settled reports whether an acquisition's raw file and manifest have kept
 // their size and mtime for the settle time; it starts or restarts the
 // clock otherwise. With settle 0 the first look is enough.
-func (d *Daemon) settled(root *os.Root, id, name string) bool {
+func (d *Daemon) settled(root *os.Root, id, name, data string) bool {
 	if d.opt.Settle <= 0 {
 		return true
 	}
-	raw, man := statIn(root, dataName(root, id, name)), statIn(root, name)
+	raw, man := statIn(root, data), statIn(root, name)
 	now := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()

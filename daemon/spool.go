@@ -81,7 +81,12 @@ type pending struct {
 // software keeps writing: a raw file of the wrong size, or none yet.
 func isWaitable(err error) bool {
 	var se *pipeline.SizeError
-	return errors.As(err, &se) || errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "does not exist")
+	return errors.As(err, &se) || isMissing(err)
+}
+
+// isMissing reports an input error that says a file does not exist.
+func isMissing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "does not exist")
 }
 
 // moveInto renames name from one directory into another, fsyncing both so

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/s3sink"
 )
 
@@ -46,9 +47,6 @@ func (d *Daemon) uploadHooks(s *s3sink.Sink) {
 	s.OnUploadDone = func(key, id string) { _ = d.journal.DoneUpload(key, id) }
 }
 
-// datasetRoot is the root key of a dataset name.
-func datasetRoot(name string) string { return name + ".ome.zarr" }
-
 // nameOfKey is the dataset name an object key belongs to ("" for none).
 func nameOfKey(key string) string {
 	for _, part := range strings.Split(key, "/") {
@@ -68,7 +66,7 @@ func (d *Daemon) sweepDataset(ctx context.Context, name string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	prefix := d.s3.DatasetPrefix(datasetRoot(name))
+	prefix := d.s3.DatasetPrefix(pipeline.DatasetRoot(name))
 	recs, err := d.journal.Uploads()
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)

@@ -41,7 +41,7 @@ type openShard struct {
 
 // NewAssembler prepares shard assembly for every level of a plan.
 func NewAssembler(p *Plan, sink Sink) *Assembler {
-	a := &Assembler{sink: sink, root: p.Manifest.Name + ".ome.zarr"}
+	a := &Assembler{sink: sink, root: p.Root()}
 	a.assemble = newMeter("assemble")
 	for _, l := range p.Levels {
 		a.levels = append(a.levels, &levelShards{level: l, layer: -1})

@@ -88,4 +88,7 @@ func (p *Plan) GroupDocument(prov Provenance) ([]byte, error) {
 }
 
 // Root is the dataset's key prefix in the destination.
-func (p *Plan) Root() string { return p.Manifest.Name + ".ome.zarr" }
+func (p *Plan) Root() string { return DatasetRoot(p.Manifest.Name) }
+
+// DatasetRoot is the key prefix of the dataset called name.
+func DatasetRoot(name string) string { return name + ".ome.zarr" }
