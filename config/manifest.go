@@ -6,7 +6,6 @@ package config
 
 import (
 	"encoding/json"
-	"math"
 
 	"github.com/zspool/zspool/zarr"
 )
@@ -21,7 +20,7 @@ const ManifestVersion = 1
 type Manifest struct {
 	Version     int             `json:"version"`
 	Data        string          `json:"data"`
-	DType       DType           `json:"dtype"`
+	DType       zarr.DType      `json:"dtype"`
 	ByteOrder   string          `json:"byte_order"` // "little" or "big"
 	Name        string          `json:"name"`
 	Dimensions  []Dimension     `json:"dimensions"`
@@ -62,43 +61,4 @@ type Multiscale struct {
 type Compression struct {
 	Codec string `json:"codec"` // zstd or none
 	Level int    `json:"level"` // -7…22
-}
-
-// DType is a manifest data type name; the same names are Zarr v3 data types.
-type DType string
-
-// Size is the element size in bytes, or 0 for an unknown type.
-func (t DType) Size() int { return zarr.DataTypeSize(string(t)) }
-
-// IsFloat reports whether the type is an IEEE-754 float.
-func (t DType) IsFloat() bool { return t == "float32" || t == "float64" }
-
-// IsSigned reports whether the type is a signed integer.
-func (t DType) IsSigned() bool {
-	return t == "int8" || t == "int16" || t == "int32" || t == "int64"
-}
-
-// Range is the span of values the type holds, as a display window's
-// default: the integer types' full range; for floats, which have no
-// useful one, 0 to 1.
-func (t DType) Range() (lo, hi float64) {
-	switch t {
-	case "uint8":
-		return 0, math.MaxUint8
-	case "int8":
-		return math.MinInt8, math.MaxInt8
-	case "uint16":
-		return 0, math.MaxUint16
-	case "int16":
-		return math.MinInt16, math.MaxInt16
-	case "uint32":
-		return 0, math.MaxUint32
-	case "int32":
-		return math.MinInt32, math.MaxInt32
-	case "uint64":
-		return 0, math.MaxUint64
-	case "int64":
-		return math.MinInt64, math.MaxInt64
-	}
-	return 0, 1
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/zspool/zspool/zarr"
 )
 
 var manifestFields = []string{"version", "data", "dtype", "byte_order", "name", "dimensions", "multiscale", "compression", "channels", "ome", "attributes"}
@@ -139,7 +141,7 @@ func parseDType(top map[string]json.RawMessage, m *Manifest, p *problems) bool {
 		p.add("dtype", "%s is not one of %s", quote(t), strings.Join(dtypes, " "))
 		return false
 	}
-	m.DType = DType(t)
+	m.DType = zarr.DType(t)
 	return true
 }
 

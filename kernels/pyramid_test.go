@@ -19,6 +19,7 @@ import (
 	"github.com/zspool/zspool/kernels/internal/layout"
 	"github.com/zspool/zspool/kernels/internal/reference"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zarr"
 )
 
 // runReduce launches one reduce kernel on poisoned buffers and returns the
@@ -279,7 +280,7 @@ func TestConvertPyramidMatchesCPU(t *testing.T) {
 		codec := cc.codec
 		for _, method := range reference.Methods {
 			for _, sh := range append(reference.PyramidShapes(), reference.ResumableZStack()) {
-				dt := []config.DType{"uint16", "int64", "float64", "int8"}[rng.IntN(4)]
+				dt := []zarr.DType{"uint16", "int64", "float64", "int8"}[rng.IntN(4)]
 				big := rng.IntN(2) == 0
 				name := fmt.Sprintf("%s_%s_%s_%s", cc.name, method, sh.Name, dt)
 				t.Run(name, func(t *testing.T) {

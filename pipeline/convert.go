@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/zspool/zspool/config"
 	"path"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/zarr"
 )
 

@@ -18,7 +18,7 @@ import (
 // takes the box's first (even-index) element.
 type Reducer struct {
 	method string
-	dtype  config.DType
+	dtype  zarr.DType
 	order  binary.ByteOrder
 	elem   int
 }

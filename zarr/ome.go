@@ -186,19 +186,3 @@ func schemaMessage(err error) string {
 	}
 	return strings.Join(leaves, "; ")
 }
-
-// DataTypeSize is a Zarr v3 numeric data type's element size in bytes, or
-// 0 for a type zspool does not write.
-func DataTypeSize(t string) int {
-	switch t {
-	case "uint8", "int8":
-		return 1
-	case "uint16", "int16":
-		return 2
-	case "uint32", "int32", "float32":
-		return 4
-	case "uint64", "int64", "float64":
-		return 8
-	}
-	return 0
-}

@@ -122,7 +122,7 @@ func OpenArray(ctx context.Context, s Store, prefix string) (*Array, error) {
 		return nil, bad("not a Zarr v3 array")
 	}
 	a.DataType = m.DataType
-	a.Elem = DataTypeSize(m.DataType)
+	a.Elem = DType(m.DataType).Size()
 	if a.Elem == 0 {
 		return nil, bad("data_type %q is not supported", m.DataType)
 	}

@@ -151,7 +151,7 @@ func build(t *testing.T, levels []level, h hooks) *fixture {
 	fx.st = localfs.New(filepath.Join(fx.dir, "out"))
 	for li, l := range levels {
 		g := l.spec.Grid
-		elem := zarr.DataTypeSize(l.spec.DataType)
+		elem := zarr.DType(l.spec.DataType).Size()
 		if err := fx.st.Put(ctx, root+"/"+l.path+"/zarr.json", l.spec.Document()); err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func (a *acquisition) randomRaw(seed uint64, elems int64) {
 	if big {
 		order = binary.BigEndian
 	}
-	size := zarr.DataTypeSize(dt)
+	size := zarr.DType(dt).Size()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	a.raw = make([]byte, elems*int64(size))
 	for i := int64(0); i < elems; i++ {

@@ -31,7 +31,7 @@ func decodeRef(raw []byte, dtype string, big_ bool, shape []int64) refArray {
 	if big_ {
 		order = binary.BigEndian
 	}
-	size := zarr.DataTypeSize(dtype)
+	size := zarr.DType(dtype).Size()
 	n := int64(len(raw) / size)
 	a := refArray{shape: shape}
 	for i := int64(0); i < n; i++ {
@@ -62,7 +62,7 @@ func (a refArray) encode(dtype string, big_ bool) []byte {
 	if big_ {
 		order = binary.BigEndian
 	}
-	size := zarr.DataTypeSize(dtype)
+	size := zarr.DType(dtype).Size()
 	n := len(a.ints) + len(a.flts)
 	out := make([]byte, n*size)
 	for i := range n {
@@ -317,7 +317,7 @@ func TestConstantInputStaysConstantAtEveryLevel(t *testing.T) {
 			name := fmt.Sprintf("const_%s_%s", method, dt)
 			t.Run(name, func(t *testing.T) {
 				a := pyramidAcquisition(name, dt, pc, method)
-				size := zarr.DataTypeSize(dt)
+				size := zarr.DType(dt).Size()
 				a.raw = make([]byte, elems(pc.dims)*int64(size))
 				one := make([]byte, size)
 				for k := range one {

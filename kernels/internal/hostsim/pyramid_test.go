@@ -10,11 +10,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/kernels/internal/layout"
 	"github.com/zspool/zspool/kernels/internal/pyramid"
 	"github.com/zspool/zspool/kernels/internal/reference"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zarr"
 )
 
 func TestReduceParamsMatchTheGoEncoding(t *testing.T) {
@@ -226,7 +226,7 @@ func TestPyramidMatchesCPU(t *testing.T) {
 	}
 }
 
-func checkPyramid(t *testing.T, sh reference.PyramidShape, name string, dt config.DType, method string, big bool, rng *rand.Rand) {
+func checkPyramid(t *testing.T, sh reference.PyramidShape, name string, dt zarr.DType, method string, big bool, rng *rand.Rand) {
 	t.Helper()
 	p, err := reference.PyramidPlan(sh, name, dt, method, big, "none")
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/zarr"
 )
 
 // Element kinds and methods, reduce.cuh's ZS_* numbers.
@@ -35,8 +35,8 @@ const (
 const ReduceEncodedSize = 8*7 + 8*MaxRank*5 + 8*MaxRank
 
 // Kind is the kernels' number for a dtype.
-func Kind(t config.DType) (int, error) {
-	for k, name := range []config.DType{"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"} {
+func Kind(t zarr.DType) (int, error) {
+	for k, name := range []zarr.DType{"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"} {
 		if t == name {
 			return k, nil
 		}

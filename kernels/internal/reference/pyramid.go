@@ -8,6 +8,7 @@ import (
 
 	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/zarr"
 )
 
 // PyramidShape is a multiscale test case: dims (size, chunk, chunks per
@@ -53,13 +54,13 @@ func (s PyramidShape) Elems() int64 {
 }
 
 // DTypes are every manifest dtype.
-var DTypes = []config.DType{"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"}
+var DTypes = []zarr.DType{"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"}
 
 // Methods are every multiscale method.
 var Methods = []string{"mean", "min", "max", "decimate"}
 
 // PyramidManifest is the manifest document of a pyramid case.
-func PyramidManifest(s PyramidShape, name string, dt config.DType, method string, bigEndian bool, codec string) []byte {
+func PyramidManifest(s PyramidShape, name string, dt zarr.DType, method string, bigEndian bool, codec string) []byte {
 	dims := make([]map[string]any, len(s.Dims))
 	for d, dm := range s.Dims {
 		typ := "other"
@@ -85,7 +86,7 @@ func PyramidManifest(s PyramidShape, name string, dt config.DType, method string
 }
 
 // PyramidPlan parses a pyramid case's manifest and plans it.
-func PyramidPlan(s PyramidShape, name string, dt config.DType, method string, bigEndian bool, codec string) (*pipeline.Plan, error) {
+func PyramidPlan(s PyramidShape, name string, dt zarr.DType, method string, bigEndian bool, codec string) (*pipeline.Plan, error) {
 	m, err := config.ParseManifest(PyramidManifest(s, name, dt, method, bigEndian, codec), name)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func PyramidPlan(s PyramidShape, name string, dt config.DType, method string, bi
 // random payloads; infinities, whose opposite sum is the invalid NaN;
 // subnormals; −0); for 64-bit integers, values near both limits, whose
 // sums overflow 64 bits.
-func PyramidRaw(rng *rand.Rand, dt config.DType, bigEndian bool, n int64) []byte {
+func PyramidRaw(rng *rand.Rand, dt zarr.DType, bigEndian bool, n int64) []byte {
 	var order binary.ByteOrder = binary.LittleEndian
 	if bigEndian {
 		order = binary.BigEndian
