@@ -52,51 +52,6 @@ type Daemon struct {
 	ShutdownTimeout Duration    `yaml:"shutdown_timeout"`       // default 30s, 0…1h: how long running shards may finish after SIGTERM
 }
 
-// Destination is where datasets are written: an S3-compatible bucket, or a
-// local directory. Only URL applies to a local directory; the other fields
-// configure the S3 client.
-type Destination struct {
-	URL                string `yaml:"url"`                        // required: s3://bucket/prefix, file:///abs/dir, or an absolute dir
-	Endpoint           string `yaml:"endpoint,omitempty"`         // http(s)://host[:port] of a non-AWS server; empty = AWS
-	Region             string `yaml:"region"`                     // default us-east-1
-	PathStyle          bool   `yaml:"path_style"`                 // bucket in the path, as MinIO and Ceph usually want
-	CABundle           string `yaml:"ca_bundle,omitempty"`        // absolute path of a PEM file of extra trusted CAs
-	Profile            string `yaml:"profile,omitempty"`          // section of the shared config / credentials file
-	CredentialsFile    string `yaml:"credentials_file,omitempty"` // absolute path of a shared-credentials (INI) file; ${CREDENTIALS_DIRECTORY} is expanded
-	PartSize           Size   `yaml:"part_size"`                  // default 16 MiB, 5 MiB…5 GiB: multipart part size
-	MaxPartsInFlight   int    `yaml:"max_parts_in_flight"`        // default 8, 1…256: UploadPart requests at once
-	NoRequestChecksums bool   `yaml:"no_request_checksums"`       // older servers: checksums only where an operation requires them
-	ConditionalWrites  string `yaml:"conditional_writes"`         // auto (default: probe), on, off: If-None-Match: * on writes
-	StorageClass       string `yaml:"storage_class,omitempty"`    // S3 storage class of every object (STANDARD, STANDARD_IA, …); empty: the bucket's default
-	SSE                string `yaml:"sse,omitempty"`              // server-side encryption: AES256 (SSE-S3) or aws:kms (SSE-KMS); empty: the bucket's default
-	SSEKMSKeyID        string `yaml:"sse_kms_key_id,omitempty"`   // aws:kms only: the KMS key id or ARN; empty: the account's default key
-	Tags               Tags   `yaml:"tags,omitempty"`             // object tags (key: value) on every object
-}
-
-// Tags are S3 object tags: at most 10, keys 1…128 and values 0…256
-// characters.
-type Tags map[string]string
-
-// UnmarshalYAML reads a mapping of plain strings.
-func (t *Tags) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("want a mapping of tag keys to values")
-	}
-	m := map[string]string{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
-			return fmt.Errorf("tags: want key: value strings (line %d)", k.Line)
-		}
-		if _, dup := m[k.Value]; dup {
-			return fmt.Errorf("tags: %q appears twice (line %d)", k.Value, k.Line)
-		}
-		m[k.Value] = v.Value
-	}
-	*t = m
-	return nil
-}
-
 // Argv is a command and its arguments, a YAML list of strings.
 type Argv []string
 
@@ -147,6 +102,23 @@ type Retry struct {
 	JobMaxBackoff Duration `yaml:"job_max_backoff"` // cap of the doubling job backoff: default 5m, job_backoff…24h
 }
 
+// WithDefaults fills every bound left at its zero value with its default.
+func (r Retry) WithDefaults() Retry {
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.MaxBackoff == 0 {
+		r.MaxBackoff = DefaultMaxBackoff
+	}
+	if r.JobBackoff == 0 {
+		r.JobBackoff = DefaultJobBackoff
+	}
+	if r.JobMaxBackoff == 0 {
+		r.JobMaxBackoff = DefaultJobMaxBackoff
+	}
+	return r
+}
+
 // Metrics is the Prometheus endpoint.
 type Metrics struct {
 	// Listen is host:port (host may be empty: every interface), or "off"
@@ -162,53 +134,44 @@ func (m Metrics) Enabled() bool { return m.Listen != MetricsOff }
 
 // Defaults and limits of the daemon configuration.
 const (
-	DefaultEngine           = "auto"
-	DefaultConcurrentJobs   = 1
-	MaxConcurrentJobs       = 64
-	DefaultMemoryBudget     = 768 * MiB
-	MinMemoryBudget         = 64 * MiB
-	DefaultSettle           = Duration(30 * time.Second)
-	MaxSettle               = Duration(24 * time.Hour)
-	DefaultRescanInterval   = Duration(60 * time.Second)
-	MinRescanInterval       = Duration(time.Second)
-	MaxRescanInterval       = Duration(24 * time.Hour)
-	DefaultLogLevel         = "info"
-	DefaultShutdownTimeout  = Duration(30 * time.Second)
-	MaxShutdownTimeout      = Duration(time.Hour)
-	DefaultRegion           = "us-east-1"
-	DefaultPartSize         = 16 * MiB
-	MinPartSize             = 5 * MiB // S3's minimum for every part but the last
-	MaxPartSize             = 5 * GiB // S3's maximum part size
-	DefaultMaxPartsInFlight = 8
-	MaxPartsInFlight        = 256
-	DefaultConditional      = "auto"
-	DefaultReleasePolicy    = "archive"
-	DefaultMaxAttempts      = 10
-	MaxMaxAttempts          = 100
-	DefaultMaxBackoff       = Duration(20 * time.Second)
-	MaxMaxBackoff           = Duration(10 * time.Minute)
-	DefaultJobBackoff       = Duration(5 * time.Second)
-	MaxJobBackoff           = Duration(time.Hour)
-	DefaultJobMaxBackoff    = Duration(5 * time.Minute)
-	MaxJobMaxBackoff        = Duration(24 * time.Hour)
-	DefaultMetricsListen    = "127.0.0.1:9464"
-	DefaultNotifyQueue      = 1000
-	MaxNotifyQueue          = 100000
-	DefaultNotifyTimeout    = Duration(10 * time.Second)
-	MaxNotifyTimeout        = Duration(5 * time.Minute)
-	MaxTags                 = 10
-	DefaultFailedSubdir     = "failed"  // failed_dir default, under state_dir
-	DefaultArchiveSubdir    = "archive" // release.archive_dir default, under state_dir
+	DefaultEngine          = "auto"
+	DefaultConcurrentJobs  = 1
+	MaxConcurrentJobs      = 64
+	DefaultMemoryBudget    = 768 * MiB
+	MinMemoryBudget        = 64 * MiB
+	DefaultSettle          = Duration(30 * time.Second)
+	MaxSettle              = Duration(24 * time.Hour)
+	DefaultRescanInterval  = Duration(60 * time.Second)
+	MinRescanInterval      = Duration(time.Second)
+	MaxRescanInterval      = Duration(24 * time.Hour)
+	DefaultLogLevel        = "info"
+	DefaultShutdownTimeout = Duration(30 * time.Second)
+	MaxShutdownTimeout     = Duration(time.Hour)
+	DefaultReleasePolicy   = "archive"
+	DefaultMaxAttempts     = 10
+	MaxMaxAttempts         = 100
+	DefaultMaxBackoff      = Duration(20 * time.Second)
+	MaxMaxBackoff          = Duration(10 * time.Minute)
+	DefaultJobBackoff      = Duration(5 * time.Second)
+	MaxJobBackoff          = Duration(time.Hour)
+	DefaultJobMaxBackoff   = Duration(5 * time.Minute)
+	MaxJobMaxBackoff       = Duration(24 * time.Hour)
+	DefaultMetricsListen   = "127.0.0.1:9464"
+	DefaultNotifyQueue     = 1000
+	MaxNotifyQueue         = 100000
+	DefaultNotifyTimeout   = Duration(10 * time.Second)
+	MaxNotifyTimeout       = Duration(5 * time.Minute)
+	DefaultFailedSubdir    = "failed"  // failed_dir default, under state_dir
+	DefaultArchiveSubdir   = "archive" // release.archive_dir default, under state_dir
 
 	// MaxDaemonFileSize bounds the file LoadDaemon reads.
 	MaxDaemonFileSize = 1 << 20
 )
 
 var (
-	engines            = []string{"auto", "cpu", "gpu"}
-	logLevels          = []string{"debug", "info", "warn", "error"}
-	conditionalChoices = []string{"auto", "on", "off"}
-	releasePolicies    = []string{"archive", "delete"}
+	engines         = []string{"auto", "cpu", "gpu"}
+	logLevels       = []string{"debug", "info", "warn", "error"}
+	releasePolicies = []string{"archive", "delete"}
 )
 
 // credentialsDirVar is the one environment variable the parser reads:
@@ -221,24 +184,14 @@ const credentialsDirVar = "CREDENTIALS_DIRECTORY"
 // empty here and are filled in by validation.
 func defaultDaemon() Daemon {
 	return Daemon{
-		Destination: Destination{
-			Region:            DefaultRegion,
-			PartSize:          DefaultPartSize,
-			MaxPartsInFlight:  DefaultMaxPartsInFlight,
-			ConditionalWrites: DefaultConditional,
-		},
+		Destination:    Destination{}.WithDefaults(),
 		Engine:         DefaultEngine,
 		ConcurrentJobs: DefaultConcurrentJobs,
 		MemoryBudget:   DefaultMemoryBudget,
 		Settle:         DefaultSettle,
 		RescanInterval: DefaultRescanInterval,
 		Release:        Release{Policy: DefaultReleasePolicy},
-		Retry: Retry{
-			MaxAttempts:   DefaultMaxAttempts,
-			MaxBackoff:    DefaultMaxBackoff,
-			JobBackoff:    DefaultJobBackoff,
-			JobMaxBackoff: DefaultJobMaxBackoff,
-		},
+		Retry:           Retry{}.WithDefaults(),
 		Metrics:         Metrics{Listen: DefaultMetricsListen},
 		Notify:          Notify{Queue: DefaultNotifyQueue, Timeout: DefaultNotifyTimeout},
 		LogLevel:        DefaultLogLevel,

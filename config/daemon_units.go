@@ -63,6 +63,20 @@ func (s Size) String() string {
 	panic("unreachable: every size is a whole number of bytes")
 }
 
+// Set reads a size as ParseSize does, so that a command-line flag can bind
+// to a Size field of the config.
+func (s *Size) Set(text string) error {
+	v, err := ParseSize(text)
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// Type names the flag's value in help.
+func (s *Size) Type() string { return "size" }
+
 // MarshalYAML writes s as String does.
 func (s Size) MarshalYAML() (any, error) { return s.String(), nil }
 

@@ -128,23 +128,12 @@ func (w *daemonWalk) validateDestination(dst *Destination, spool string, spoolOK
 			w.add("destination.url", "must not be spool_dir or inside it (%s): datasets would be taken for input", spool)
 		}
 	}
-	if w.ok("destination.endpoint") && dst.Endpoint != "" {
-		if msg := endpointProblem(dst.Endpoint); msg != "" {
-			w.add("destination.endpoint", "%s", msg)
-		}
-	}
-	if w.ok("destination.region") && !isToken(dst.Region, "-_") {
-		w.add("destination.region", "%s is not a region name: want letters, digits, - and _, like us-east-1", quote(dst.Region))
-	}
 	if w.ok("destination.ca_bundle") && dst.CABundle != "" {
 		if msg := pathProblem(dst.CABundle); msg != "" {
 			w.add("destination.ca_bundle", "%s", msg)
 		} else {
 			dst.CABundle = filepath.Clean(dst.CABundle)
 		}
-	}
-	if w.ok("destination.profile") && dst.Profile != "" && !isToken(dst.Profile, "-_.+@") {
-		w.add("destination.profile", "%s is not a profile name: want letters, digits and - _ . + @", quote(dst.Profile))
 	}
 	if w.ok("destination.credentials_file") && dst.CredentialsFile != "" {
 		if p, msg := expandCredentialsPath(dst.CredentialsFile, lookupEnv); msg != "" {
@@ -153,142 +142,15 @@ func (w *daemonWalk) validateDestination(dst *Destination, spool string, spoolOK
 			dst.CredentialsFile = p
 		}
 	}
-	if w.ok("destination.part_size") {
-		switch {
-		case dst.PartSize < MinPartSize:
-			w.add("destination.part_size", "%s is below S3's minimum of %s", dst.PartSize, Size(MinPartSize))
-		case dst.PartSize > MaxPartSize:
-			w.add("destination.part_size", "%s is above S3's maximum of %s", dst.PartSize, Size(MaxPartSize))
+	for _, p := range dst.OptionProblems() {
+		field := "destination"
+		if p.Field != "" {
+			field += "." + p.Field
+		}
+		if w.ok(field) {
+			w.add(field, "%s", p.Msg)
 		}
 	}
-	w.intRange("destination.max_parts_in_flight", dst.MaxPartsInFlight, 1, MaxPartsInFlight)
-	w.oneOf("destination.conditional_writes", dst.ConditionalWrites, conditionalChoices)
-	w.validateObjectOptions(dst, strings.HasPrefix(dst.URL, "s3://"))
-}
-
-// parsedDestination is a destination URL taken apart: bucket and prefix of
-// s3://bucket/prefix, or the clean directory of a local destination.
-type parsedDestination struct {
-	bucket, prefix string
-	dir            string
-}
-
-// parseDestination takes a destination URL apart, or says what is wrong
-// with it. A URL that carries credentials is never quoted.
-func parseDestination(s string) (parsedDestination, string) {
-	const want = "want s3://bucket/prefix, file:///abs/dir or an absolute directory"
-	if r, bad := hasControl(s); bad {
-		return parsedDestination{}, "must not contain control characters, found " + r
-	}
-	scheme, rest, hasScheme := strings.Cut(s, "://")
-	if !hasScheme {
-		if strings.HasPrefix(s, "s3:") || strings.HasPrefix(s, "file:") {
-			return parsedDestination{}, quoteURL(s) + " is missing the // after the scheme; " + want
-		}
-		if !filepath.IsAbs(s) {
-			return parsedDestination{}, quoteURL(s) + " is a relative directory; " + want
-		}
-		return parsedDestination{dir: filepath.Clean(s)}, ""
-	}
-	if strings.Contains(strings.SplitN(rest, "/", 2)[0], "@") {
-		return parsedDestination{}, "must not carry credentials (user:password@); " + secretMsg
-	}
-	switch scheme {
-	case "s3":
-		if strings.ContainsAny(rest, "?#") {
-			return parsedDestination{}, quoteURL(s) + " has a query or fragment; want s3://bucket/prefix"
-		}
-		bucket, prefix, _ := strings.Cut(rest, "/")
-		if bucket == "" {
-			return parsedDestination{}, quoteURL(s) + " has no bucket; want s3://bucket/prefix"
-		}
-		if !isToken(bucket, ".-_") {
-			return parsedDestination{}, quoteURL(s) + ": bucket " + quote(bucket) + " is not a bucket name: want letters, digits, . - and _ (no port: the server goes in destination.endpoint)"
-		}
-		if msg := BucketNameProblem(bucket); msg != "" {
-			return parsedDestination{}, quoteURL(s) + ": bucket " + quote(bucket) + " " + msg
-		}
-		prefix = strings.Trim(prefix, "/")
-		if prefix != "" {
-			for part := range strings.SplitSeq(prefix, "/") {
-				switch part {
-				case "":
-					return parsedDestination{}, quoteURL(s) + " has an empty component (//) in its prefix"
-				case ".", "..":
-					return parsedDestination{}, quoteURL(s) + " has a . or .. component in its prefix"
-				}
-			}
-		}
-		return parsedDestination{bucket: bucket, prefix: prefix}, ""
-	case "file":
-		u, err := url.Parse(s)
-		if err != nil {
-			return parsedDestination{}, quoteURL(s) + " is not a valid file URL; want file:///abs/dir"
-		}
-		if u.Host != "" && u.Host != "localhost" {
-			return parsedDestination{}, quoteURL(s) + " names host " + quote(u.Host) + "; want file:///abs/dir (three slashes)"
-		}
-		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-			return parsedDestination{}, quoteURL(s) + " has a query or fragment; want file:///abs/dir"
-		}
-		if u.Path == "" || !filepath.IsAbs(u.Path) {
-			return parsedDestination{}, quoteURL(s) + " has no absolute directory; want file:///abs/dir"
-		}
-		return parsedDestination{dir: filepath.Clean(u.Path)}, ""
-	case "http", "https":
-		return parsedDestination{}, quoteURL(s) + " is a server address: put it in destination.endpoint and the bucket here as s3://bucket/prefix"
-	}
-	return parsedDestination{}, "scheme " + quote(scheme) + " is not supported; " + want
-}
-
-// S3 returns the bucket and key prefix (no leading or trailing slash) of
-// an s3:// destination; ok is false for a local one.
-func (d Destination) S3() (bucket, prefix string, ok bool) {
-	p, msg := parseDestination(d.URL)
-	if msg != "" || p.bucket == "" {
-		return "", "", false
-	}
-	return p.bucket, p.prefix, true
-}
-
-// LocalDir returns the clean absolute directory of a local destination
-// (file:///abs/dir or /abs/dir); ok is false for an S3 one.
-func (d Destination) LocalDir() (dir string, ok bool) {
-	p, msg := parseDestination(d.URL)
-	if msg != "" || p.dir == "" {
-		return "", false
-	}
-	return p.dir, true
-}
-
-// endpointProblem says what is wrong with an S3 endpoint, or "".
-func endpointProblem(s string) string {
-	const want = "want http(s)://host[:port], like https://minio.example.internal:9000"
-	if r, bad := hasControl(s); bad {
-		return "must not contain control characters, found " + r
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		if _, rest, ok := strings.Cut(s, "://"); ok && strings.Contains(strings.SplitN(rest, "/", 2)[0], "@") {
-			return "must not carry credentials (user:password@); " + secretMsg
-		}
-		return "is not a valid URL; " + want
-	}
-	if u.User != nil {
-		return "must not carry credentials (user:password@); " + secretMsg
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return quoteURL(s) + ": " + want
-	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return quoteURL(s) + " has a path, query or fragment; " + want + " (the bucket goes in destination.url)"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return quoteURL(s) + " has port " + quote(p) + "; want 1…65535"
-		}
-	}
-	return ""
 }
 
 // expandCredentialsPath expands ${CREDENTIALS_DIRECTORY}, the only
@@ -394,54 +256,6 @@ func (w *daemonWalk) validateNotify(n *Notify) {
 
 // validateObjectOptions checks the S3 object options: storage class, SSE
 // and tags, which only an S3 destination has.
-func (w *daemonWalk) validateObjectOptions(dst *Destination, isS3 bool) {
-	set := dst.StorageClass != "" || dst.SSE != "" || dst.SSEKMSKeyID != "" || len(dst.Tags) > 0
-	if set && !isS3 {
-		w.add("destination", "storage_class, sse, sse_kms_key_id and tags apply to an s3:// destination only")
-		return
-	}
-	for _, p := range ObjectOptionsProblems(dst.StorageClass, dst.SSE, dst.SSEKMSKeyID, dst.Tags) {
-		w.add("destination."+p.Field, "%s", p.Msg)
-	}
-}
-
-// ObjectOptionsProblems checks S3 object options (the daemon config's and
-// the command line's alike); each problem names its option.
-func ObjectOptionsProblems(class, sse, kmsKey string, tags map[string]string) []FieldError {
-	var out []FieldError
-	add := func(field, format string, args ...any) {
-		out = append(out, FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
-	if class != "" && !isToken(class, "_") {
-		add("storage_class", "%s is not a storage class name (STANDARD, STANDARD_IA, INTELLIGENT_TIERING, GLACIER_IR, …)", quote(class))
-	}
-	switch sse {
-	case "", "AES256":
-		if kmsKey != "" {
-			add("sse_kms_key_id", "is set, but sse is not aws:kms")
-		}
-	case "aws:kms":
-	default:
-		add("sse", "%s is not one of AES256 (SSE-S3), aws:kms (SSE-KMS)", quote(sse))
-	}
-	if len(tags) > MaxTags {
-		add("tags", "has %d tags; S3 allows at most %d per object", len(tags), MaxTags)
-	}
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		switch v := tags[k]; {
-		case len(k) < 1 || len(k) > 128:
-			add("tags", "key %s: want 1 to 128 characters", quote(k))
-		case len(v) > 256:
-			add("tags", "%s: a value of %d characters; S3 allows 256", quote(k), len(v))
-		}
-	}
-	return out
-}
 
 func (w *daemonWalk) validateRetry(r *Retry) {
 	w.intRange("retry.max_attempts", r.MaxAttempts, 1, MaxMaxAttempts)

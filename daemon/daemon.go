@@ -16,7 +16,6 @@ import (
 
 	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/pipeline"
-	"github.com/zspool/zspool/s3sink"
 )
 
 // Options configure a daemon; the CLI fills them from the config file.
@@ -26,7 +25,7 @@ type Options struct {
 	FailedDir       string
 	Release         string // archive or delete
 	ArchiveDir      string
-	Dest            destination.Spec
+	Dest            destination.Config
 	ConcurrentJobs  int
 	MemoryBudget    int64 // shared by the concurrent jobs
 	Settle          time.Duration
@@ -58,9 +57,12 @@ type Options struct {
 	// host memory (the CLI sets it when the config's engine will be the
 	// GPU).
 	GPU bool
-	// NewEngine makes the engine for a job's plan (the CLI picks CPU or
-	// GPU from the config's engine); nil means the CPU engine. An error is
-	// taken as transient (a GPU busy or gone) unless it is an InputError.
+	// Engine is the config's engine: auto, cpu or gpu (engine.New); empty
+	// is cpu.
+	Engine string
+	// NewEngine, when set, makes the engine for a job's plan in place of
+	// engine.New (tests wrap engines). An error is taken as transient (a
+	// GPU busy or gone) unless it is an InputError.
 	NewEngine func(*pipeline.Plan) (pipeline.Engine, error)
 }
 
@@ -68,8 +70,8 @@ type Options struct {
 type Daemon struct {
 	opt      Options
 	log      *zap.Logger
-	dest     destination.Dest
-	s3       *s3sink.Sink // nil for a local destination
+	dest     destination.Store
+	uploads  uploadStore // the destination, when it leaves pending uploads (S3); else nil
 	journal  *Journal
 	m        *metrics
 	notify   *notifier
@@ -148,9 +150,9 @@ func New(ctx context.Context, log *zap.Logger, opt Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.dest = dest
-	if s, ok := dest.(*s3sink.Sink); ok {
-		d.s3 = s
-		d.uploadHooks(s)
+	if u, ok := dest.(uploadStore); ok {
+		d.uploads = u
+		d.trackUploads()
 	}
 	return d, nil
 }

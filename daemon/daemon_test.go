@@ -24,7 +24,7 @@ type harness struct {
 	done   chan error
 }
 
-func newHarness(t *testing.T, dest destination.Spec, tweak func(*Options)) *harness {
+func newHarness(t *testing.T, dest destination.Config, tweak func(*Options)) *harness {
 	t.Helper()
 	base := t.TempDir()
 	opt := Options{
@@ -126,7 +126,7 @@ func (h *harness) openJobs() int {
 }
 
 func TestTheDaemonConvertsArchivesAndForgetsEveryAcquisition(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, nil)
+	h := newHarness(t, destination.Config{}, nil)
 	before := h.drop("early", 5, 40, 50, nil) // present at start: the startup scan finds it
 	h.start()
 	raws := map[string][]byte{"early": before}
@@ -161,7 +161,7 @@ func TestTheDaemonConvertsArchivesAndForgetsEveryAcquisition(t *testing.T) {
 }
 
 func TestBadInputGoesToFailedWithAReasonAndTheRestIsServed(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, nil)
+	h := newHarness(t, destination.Config{}, nil)
 	h.start()
 	h.drop("good", 4, 20, 20, nil)
 	h.drop("baddtype", 4, 20, 20, func(m map[string]any) { m["dtype"] = "uint12" })

@@ -12,17 +12,18 @@ import (
 	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/pipeline/cpu"
 	"github.com/zspool/zspool/zarr"
 	"github.com/zspool/zspool/zstdlit"
 )
 
 func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
 	var planned atomic.Value
-	h := newHarness(t, destination.Spec{}, func(o *Options) {
+	h := newHarness(t, destination.Config{}, func(o *Options) {
 		o.ZstdEncoder = pipeline.EncoderLit
 		o.NewEngine = func(p *pipeline.Plan) (pipeline.Engine, error) {
 			planned.Store(p.Options.ZstdEncoder)
-			return pipeline.NewCPU(p)
+			return cpu.New(p)
 		}
 	})
 	h.start()
@@ -50,7 +51,7 @@ func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
 // A misspelt encoder would make every plan fail, and every acquisition
 // would be quarantined as bad input; the daemon must refuse to start.
 func TestAnUnknownZstdEncoderStopsTheDaemonBeforeItStarts(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.ZstdEncoder = "zstdlit" })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.ZstdEncoder = "zstdlit" })
 	_, err := New(context.Background(), zap.NewNop(), h.opt)
 	if err == nil || !strings.Contains(err.Error(), `zstd_encoder: "zstdlit" is not one of "klauspost", "lit"`) {
 		t.Fatalf("New = %v, want a refusal naming zstd_encoder, the value and the choices", err)
@@ -86,12 +87,12 @@ func firstChunk(t *testing.T, h *harness, name string, raw []byte) (stored, chun
 
 func TestEveryJobIsPlannedWithTheConfiguredZstdChecksum(t *testing.T) {
 	var planned atomic.Bool
-	h := newHarness(t, destination.Spec{}, func(o *Options) {
+	h := newHarness(t, destination.Config{}, func(o *Options) {
 		o.ZstdEncoder = pipeline.EncoderLit
 		o.ZstdChecksum = true
 		o.NewEngine = func(p *pipeline.Plan) (pipeline.Engine, error) {
 			planned.Store(p.Options.ZstdChecksum)
-			return pipeline.NewCPU(p)
+			return cpu.New(p)
 		}
 	})
 	h.start()

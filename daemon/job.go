@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/config"
-	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/engine"
 	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/zarr"
 )
@@ -176,45 +176,41 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 		return err
 	}
 	defer src.Close()
-	opts := pipeline.Options{MemoryBudget: d.opt.MemoryBudget / int64(d.opt.ConcurrentJobs), PartSize: d.opt.Dest.PartSize,
+	opts := pipeline.Options{MemoryBudget: d.opt.MemoryBudget / int64(d.opt.ConcurrentJobs),
 		ZstdEncoder: d.opt.ZstdEncoder, ZstdChecksum: d.opt.ZstdChecksum, GPU: d.opt.GPU}
-	destination.PlanMemory(d.dest, &opts)
-	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
-	if err != nil {
-		// A plan that cannot run here will not run on a retry either.
-		return &pipeline.InputError{Err: err}
+	kind := d.opt.Engine
+	if kind == "" {
+		kind = engine.CPU
 	}
-	newEngine := d.opt.NewEngine
-	if newEngine == nil {
-		newEngine = func(p *pipeline.Plan) (pipeline.Engine, error) { return pipeline.NewCPU(p) }
-	}
-	eng, err := newEngine(plan)
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
-	}
-	defer eng.Close()
-	if job.Layers != plan.ShardLayers() {
-		if _, err := d.journal.Update(job.ID, func(j *Job) { j.Layers = plan.ShardLayers() }); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-	}
-	first := min(job.LayersDone, plan.ShardLayers())
-	if first > 0 {
-		log.Info("job resumed", zap.Int64("layer", first), zap.Int64("layers", plan.ShardLayers()))
-	} else {
-		log.Info("job started", zap.Int64("bytes", src.RawSize), zap.Int64("layers", plan.ShardLayers()))
-	}
-	res, err := pipeline.Convert(ctx, log, src, plan, eng, d.dest, pipeline.ConvertOptions{
-		Version:    d.opt.Version,
-		FirstLayer: first,
-		LayerDone: func(resume int64) error {
-			if _, err := d.journal.Update(job.ID, func(j *Job) { j.LayersDone = resume }); err != nil {
-				return fmt.Errorf("journal: %w", err)
+	var layers int64
+	res, err := engine.Convert(ctx, log, src, d.dest, engine.Run{
+		Kind: kind, Options: opts, New: d.opt.NewEngine,
+		Convert: pipeline.ConvertOptions{
+			Version: d.opt.Version,
+			LayerDone: func(resume int64) error {
+				if _, err := d.journal.Update(job.ID, func(j *Job) { j.LayersDone = resume }); err != nil {
+					return fmt.Errorf("journal: %w", err)
+				}
+				d.m.layers.Inc()
+				log.Debug("shard layer stored", zap.Int64("layer", resume-1))
+				if d.stopping.Load() && resume < layers {
+					return errStopping
+				}
+				return nil
+			},
+		},
+		Ready: func(plan *pipeline.Plan, _ pipeline.Engine, co *pipeline.ConvertOptions) error {
+			layers = plan.ShardLayers()
+			if job.Layers != layers {
+				if _, err := d.journal.Update(job.ID, func(j *Job) { j.Layers = layers }); err != nil {
+					return fmt.Errorf("journal: %w", err)
+				}
 			}
-			d.m.layers.Inc()
-			log.Debug("shard layer stored", zap.Int64("layer", resume-1))
-			if d.stopping.Load() && resume < plan.ShardLayers() {
-				return errStopping
+			co.FirstLayer = min(job.LayersDone, layers)
+			if co.FirstLayer > 0 {
+				log.Info("job resumed", zap.Int64("layer", co.FirstLayer), zap.Int64("layers", layers))
+			} else {
+				log.Info("job started", zap.Int64("bytes", src.RawSize), zap.Int64("layers", layers))
 			}
 			return nil
 		},
@@ -342,7 +338,7 @@ func (d *Daemon) outcome(event string, job *Job) Outcome {
 	o := Outcome{Event: event, Job: job.ID, Dataset: job.Name, Manifest: job.Manifest, Data: job.Data,
 		BytesIn: job.BytesIn, BytesOut: job.BytesOut, Seconds: job.Seconds, Time: time.Now().UTC(), Version: d.opt.Version}
 	if job.Name != "" {
-		o.URI = destination.Describe(d.dest, pipeline.DatasetRoot(job.Name))
+		o.URI = d.dest.Where(pipeline.DatasetRoot(job.Name))
 	}
 	if o.BytesOut > 0 {
 		o.Ratio = float64(o.BytesIn) / float64(o.BytesOut)
@@ -526,7 +522,7 @@ func (d *Daemon) checkDest(ctx context.Context, job *Job) error {
 		return err
 	}
 	if who != "" {
-		where := destination.Describe(d.dest, root)
+		where := d.dest.Where(root)
 		if !d.opt.Overwrite {
 			return &pipeline.InputError{Err: fmt.Errorf("dataset %s already exists (%s); acquisition %s (manifest %s) would overwrite it, "+
 				"so nothing was written and the stored dataset is untouched: rename the dataset in the manifest, remove the stored one, or set overwrite: true",
@@ -534,8 +530,8 @@ func (d *Daemon) checkDest(ctx context.Context, job *Job) error {
 		}
 		d.log.Warn("overwrite: removing the stored dataset before writing it anew", zap.String("job", job.ID),
 			zap.String("dataset", where), zap.String("stored", who))
-		if err := destination.RemoveDataset(ctx, d.dest, root); err != nil {
-			return err
+		if err := d.dest.RemoveAll(ctx, root); err != nil {
+			return fmt.Errorf("removing %s: %w", where, err)
 		}
 	}
 	_, err = d.journal.Update(job.ID, func(j *Job) { j.DestChecked = true })

@@ -23,7 +23,7 @@ func TestTheDaemonSendsReadyWatchdogAndStoppingToSystemd(t *testing.T) {
 	t.Setenv("WATCHDOG_USEC", "200000") // 200 ms: pings every 100 ms
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 
-	h := newHarness(t, destination.Spec{}, nil)
+	h := newHarness(t, destination.Config{}, nil)
 	h.start()
 	var got []string
 	read := func(want string) {

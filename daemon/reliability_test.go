@@ -68,7 +68,7 @@ func (h *harness) stopWithin(d time.Duration) {
 func reason(rep map[string]any) string { return fmt.Sprint(rep["reason"]) }
 
 func TestAFIFONamedLikeAManifestIsQuarantinedWithoutHangingTheDaemon(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = 0 })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = 0 })
 	must(t, syscall.Mkfifo(filepath.Join(h.opt.SpoolDir, "fifo.json"), 0o644))
 	must(t, syscall.Mkfifo(filepath.Join(h.opt.SpoolDir, "target.fifo"), 0o644))
 	must(t, os.Symlink("target.fifo", filepath.Join(h.opt.SpoolDir, "linked.json")))
@@ -85,7 +85,7 @@ func TestAFIFONamedLikeAManifestIsQuarantinedWithoutHangingTheDaemon(t *testing.
 }
 
 func TestAnAcquisitionWithdrawnBeforeItsClaimIsForgottenAndTheDaemonRestarts(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = 0 })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = 0 })
 	d, err := New(context.Background(), zaptest.NewLogger(t), h.opt)
 	must(t, err)
 	h.drop("gone", 2, 8, 8, nil)
@@ -115,7 +115,7 @@ func TestAnAcquisitionWithdrawnBeforeItsClaimIsForgottenAndTheDaemonRestarts(t *
 }
 
 func TestTwoManifestsNamingOneRawFileServeTheFirstAndReportTheSecond(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = 0 })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = 0 })
 	raw := h.drop("first", 3, 16, 16, func(m map[string]any) { m["data"] = "shared.raw" })
 	// drop wrote first.raw; the manifest names shared.raw.
 	must(t, os.Rename(filepath.Join(h.opt.SpoolDir, "first.raw"), filepath.Join(h.opt.SpoolDir, "shared.raw")))
@@ -143,7 +143,7 @@ func TestTwoManifestsNamingOneRawFileServeTheFirstAndReportTheSecond(t *testing.
 }
 
 func TestARawFileStillGrowingIsClaimedOnlyAfterItHeldStillForSettle(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = time.Second })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = time.Second })
 	h.startOrFail()
 	const frames, side = 10, 16
 	frame := make([]byte, side*side*2)
@@ -175,7 +175,7 @@ func TestARawFileStillGrowingIsClaimedOnlyAfterItHeldStillForSettle(t *testing.T
 }
 
 func TestARawFileChangedAfterItsClaimIsKeptNotReleased(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = 0; o.Release = "delete" })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = 0; o.Release = "delete" })
 	d, err := New(context.Background(), zaptest.NewLogger(t), h.opt)
 	must(t, err)
 	h.drop("late", 2, 8, 8, nil)
@@ -200,7 +200,7 @@ func TestARawFileChangedAfterItsClaimIsKeptNotReleased(t *testing.T) {
 }
 
 func TestASecondAcquisitionOfOneDatasetNameIsRefusedNamingBothAndTheFirstStaysIntact(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = 0; o.Release = "delete" })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = 0; o.Release = "delete" })
 	h.startOrFail()
 	rename := func(m map[string]any) { m["name"] = "shared_name" }
 	first := h.drop("run_a", 3, 16, 16, rename)
@@ -226,7 +226,7 @@ func TestASecondAcquisitionOfOneDatasetNameIsRefusedNamingBothAndTheFirstStaysIn
 }
 
 func TestOverwriteTrueReplacesAStoredDataset(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = 0; o.Overwrite = true })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = 0; o.Overwrite = true })
 	h.startOrFail()
 	rename := func(m map[string]any) { m["name"] = "again" }
 	h.drop("one", 3, 16, 16, rename)
@@ -240,7 +240,7 @@ func TestOverwriteTrueReplacesAStoredDataset(t *testing.T) {
 }
 
 func TestAReleaseRedoneAfterACrashLeavesNoEmptyArchiveDirectory(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.Settle = 0 })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.Settle = 0 })
 	h.startOrFail()
 	h.drop("rel", 2, 8, 8, nil)
 	h.waitFor("archived", func() bool { return h.archived("rel") && h.openJobs() == 0 })

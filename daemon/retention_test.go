@@ -13,7 +13,7 @@ import (
 )
 
 func TestArchiveRetentionRemovesTheOldestFirstAndNeverAReleaseInProgress(t *testing.T) {
-	h := newHarness(t, destination.Spec{}, func(o *Options) { o.ArchiveMaxBytes = 2500 })
+	h := newHarness(t, destination.Config{}, func(o *Options) { o.ArchiveMaxBytes = 2500 })
 	d, err := New(context.Background(), zaptest.NewLogger(t), h.opt)
 	must(t, err)
 	defer d.journal.Close()

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/pipeline"
-	"github.com/zspool/zspool/s3sink"
 )
 
 // Multipart uploads are the one thing a job can leave on the destination
@@ -33,18 +32,33 @@ const foreignUploadAge = 24 * time.Hour
 // sweepEvery is how often the periodic sweep runs.
 const sweepEvery = 10 * time.Minute
 
-// uploadHooks wires the S3 sink's upload events into the journal.
-func (d *Daemon) uploadHooks(s *s3sink.Sink) {
-	s.BeforeUpload = func(key string) error {
-		return d.journal.AddUpload(Upload{Key: key, Job: d.jobOfKey(key)})
-	}
-	s.OnUpload = func(key, id string) {
-		if err := d.journal.AddUpload(Upload{Key: key, ID: id, Job: d.jobOfKey(key)}); err != nil {
-			// The intent is journaled already: a sweep still finds it.
-			d.log.Error("journal: recording an upload", zap.String("key", key), zap.Error(err))
-		}
-	}
-	s.OnUploadDone = func(key, id string) { _ = d.journal.DoneUpload(key, id) }
+// uploadStore is what the daemon needs of a store that leaves pending
+// uploads behind (S3's multipart uploads): to hear of each, to list them
+// and to abort one. A store without them (a local directory) is not one.
+type uploadStore interface {
+	TrackUploads(pipeline.UploadHooks)
+	// DatasetPrefix and Prefix are the full key prefixes of a dataset
+	// root and of the whole destination, as UploadsUnder takes them.
+	DatasetPrefix(root string) string
+	Prefix() string
+	UploadsUnder(ctx context.Context, prefix string) ([]pipeline.PendingUpload, error)
+	AbortUpload(ctx context.Context, key, id string) error
+}
+
+// trackUploads wires the store's upload events into the journal.
+func (d *Daemon) trackUploads() {
+	d.uploads.TrackUploads(pipeline.UploadHooks{
+		Before: func(key string) error {
+			return d.journal.AddUpload(Upload{Key: key, Job: d.jobOfKey(key)})
+		},
+		Started: func(key, id string) {
+			if err := d.journal.AddUpload(Upload{Key: key, ID: id, Job: d.jobOfKey(key)}); err != nil {
+				// The intent is journaled already: a sweep still finds it.
+				d.log.Error("journal: recording an upload", zap.String("key", key), zap.Error(err))
+			}
+		},
+		Done: func(key, id string) { _ = d.journal.DoneUpload(key, id) },
+	})
 }
 
 // nameOfKey is the dataset name an object key belongs to ("" for none).
@@ -61,12 +75,12 @@ func nameOfKey(key string) string {
 // ids, and whatever the destination lists under its root), then drops
 // its records. The caller guarantees no writer of the dataset is live.
 func (d *Daemon) sweepDataset(ctx context.Context, name string) error {
-	if d.s3 == nil {
+	if d.uploads == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	prefix := d.s3.DatasetPrefix(pipeline.DatasetRoot(name))
+	prefix := d.uploads.DatasetPrefix(pipeline.DatasetRoot(name))
 	recs, err := d.journal.Uploads()
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
@@ -78,7 +92,7 @@ func (d *Daemon) sweepDataset(ctx context.Context, name string) error {
 			return
 		}
 		seen[key+"\x00"+id] = true
-		if err := d.s3.AbortUpload(ctx, key, id); err != nil {
+		if err := d.uploads.AbortUpload(ctx, key, id); err != nil {
 			errs = append(errs, fmt.Errorf("aborting upload of %s: %w", key, err))
 			return
 		}
@@ -89,7 +103,7 @@ func (d *Daemon) sweepDataset(ctx context.Context, name string) error {
 			abort(r.Key, r.ID)
 		}
 	}
-	listed, err := d.s3.UploadsUnder(ctx, prefix)
+	listed, err := d.uploads.UploadsUnder(ctx, prefix)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -127,7 +141,7 @@ func (d *Daemon) releaseName(name string) {
 // journal job owns, then uploads the journal never knew that are older
 // than foreignUploadAge. It never touches a dataset a job is writing.
 func (d *Daemon) sweepStale(ctx context.Context) {
-	if d.s3 == nil {
+	if d.uploads == nil {
 		return
 	}
 	recs, err := d.journal.Uploads()
@@ -157,7 +171,7 @@ func (d *Daemon) sweepStale(ctx context.Context) {
 		}
 		d.releaseName(name)
 	}
-	listed, err := d.s3.UploadsUnder(ctx, d.s3.Prefix())
+	listed, err := d.uploads.UploadsUnder(ctx, d.uploads.Prefix())
 	if err != nil {
 		d.log.Warn("upload sweep: listing the destination's uploads", zap.Error(err))
 		return
@@ -170,7 +184,7 @@ func (d *Daemon) sweepStale(ctx context.Context) {
 		if !d.reserveName(name) {
 			continue
 		}
-		if err := d.s3.AbortUpload(ctx, u.Key, u.ID); err != nil {
+		if err := d.uploads.AbortUpload(ctx, u.Key, u.ID); err != nil {
 			d.log.Warn("upload sweep: abort", zap.String("key", u.Key), zap.Error(err))
 		} else {
 			d.log.Info("aborted an abandoned multipart upload", zap.String("key", u.Key), zap.String("upload_id", u.ID),

@@ -1,6 +1,8 @@
-// Package destination opens where datasets go — a local directory or an
-// S3-compatible bucket — from one description shared by the CLI flags and
-// the daemon's config file.
+// Package destination is the registry of stores: it picks the store a
+// destination URL's scheme names — a local directory (localfs) or an
+// S3-compatible bucket (s3sink) — and opens it from config.Destination,
+// the one declaration of a destination's options that the daemon file and
+// the command line share. It is the one package that knows the stores.
 package destination
 
 import (
@@ -9,85 +11,61 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/s3sink"
 	"github.com/zspool/zspool/zarr"
 )
 
-// Dest is written through pipeline.Sink and read back through zarr.Store.
-type Dest interface {
+// Store is an opened destination as its users see it: written through
+// pipeline.Sink, read back through zarr.Store. Optional capabilities
+// (pipeline.Limiter; tracking pending uploads) are asserted by the
+// packages that want them.
+type Store interface {
 	pipeline.Sink
 	zarr.Store
+	// Where names the object at a destination-relative key, for messages:
+	// a path, or an s3:// URL.
+	Where(key string) string
+	// RemoveAll deletes every object under a destination-relative prefix
+	// (a dataset root), the group document first.
+	RemoveAll(ctx context.Context, prefix string) error
 }
 
-// Spec describes a destination: a directory, file://DIR or
-// s3://bucket/prefix, with the S3 options.
-type Spec struct {
-	URL                string
-	Endpoint           string
-	Region             string
-	PathStyle          bool
-	CABundle           string
-	Profile            string
-	CredentialsFile    string
-	PartSize           int64
-	PartsInFlight      int
-	MaxAttempts        int
-	MaxBackoff         time.Duration
-	NoRequestChecksums bool
-	ConditionalWrites  string
-	OnRetry            func(error) // S3 only: called before every retried request, with its failure
-	StorageClass       string
-	SSE                string
-	SSEKMSKeyID        string
-	Tags               map[string]string
+// Config is what opens a destination: its URL and options, the request
+// retry bounds (retry: in the daemon file, --max-attempts and
+// --max-backoff on the command line), and a hook that sees every retried
+// request.
+type Config struct {
+	config.Destination
+	Retry   config.Retry
+	OnRetry func(error)
 }
 
-// Open opens the destination; an S3 one is probed (bucket, credentials,
-// conditional writes) before anything is written.
-func Open(ctx context.Context, log *zap.Logger, s Spec) (Dest, error) {
-	switch {
-	case s.URL == "":
-		return nil, fmt.Errorf("%w: no destination given", s3sink.ErrConfig)
-	case strings.HasPrefix(s.URL, "s3://"):
-		return s3sink.New(ctx, log, s3sink.Config{
-			URL: s.URL, Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle,
-			CABundle: s.CABundle, Profile: s.Profile, CredentialsFile: s.CredentialsFile,
-			PartSize: s.PartSize, PartsInFlight: s.PartsInFlight, MaxAttempts: s.MaxAttempts,
-			MaxBackoff: s.MaxBackoff, NoRequestChecksums: s.NoRequestChecksums,
-			ConditionalWrites: s.ConditionalWrites, OnRetry: s.OnRetry,
-			StorageClass: s.StorageClass, SSE: s.SSE, SSEKMSKeyID: s.SSEKMSKeyID, Tags: s.Tags,
-		})
-	case strings.HasPrefix(s.URL, "file://"):
-		return localfs.New(strings.TrimPrefix(s.URL, "file://")), nil
-	case strings.Contains(s.URL, "://"):
-		return nil, fmt.Errorf("%w: destination %s: want a directory, file://DIR or s3://bucket/prefix", s3sink.ErrConfig, s.URL)
+// ErrConfig marks options that can never work (a bad URL, a missing CA
+// bundle or credentials file), as opposed to a destination that did not
+// answer as hoped and may later.
+var ErrConfig = s3sink.ErrConfig
+
+// Open opens the store the URL names; an S3 one is probed (bucket,
+// credentials, conditional writes) before anything is written.
+func Open(ctx context.Context, log *zap.Logger, c Config) (Store, error) {
+	switch u := c.URL; {
+	case u == "":
+		return nil, fmt.Errorf("%w: no destination given", ErrConfig)
+	case strings.HasPrefix(u, "s3://"):
+		return s3sink.New(ctx, log, s3sink.Config{Destination: c.Destination, Retry: c.Retry, OnRetry: c.OnRetry})
+	case strings.HasPrefix(u, "file://"):
+		return localfs.New(strings.TrimPrefix(u, "file://")), nil
+	case strings.Contains(u, "://"):
+		return nil, fmt.Errorf("%w: destination %s: want a directory, file://DIR or s3://bucket/prefix", ErrConfig, config.RedactURL(u))
+	default:
+		return localfs.New(u), nil
 	}
-	return localfs.New(s.URL), nil
-}
-
-// PlanMemory fills the plan options with what the destination holds.
-func PlanMemory(d Dest, o *pipeline.Options) {
-	if s, ok := d.(*s3sink.Sink); ok {
-		o.ShardBuffer = s.ShardBuffer()
-		o.SinkFixed = s.FixedMemory()
-	}
-}
-
-// Describe names a dataset inside a destination for messages.
-func Describe(d Dest, root string) string {
-	switch v := d.(type) {
-	case *s3sink.Sink:
-		return strings.TrimSuffix(v.URL(), "/") + "/" + root
-	case *localfs.Dir:
-		return filepath.Join(v.Root(), root)
-	}
-	return root
 }
 
 // SplitDataset splits a dataset argument into its destination and the
@@ -100,18 +78,4 @@ func SplitDataset(arg string) (destURL, root string) {
 	}
 	arg = strings.TrimPrefix(arg, "file://")
 	return filepath.Dir(arg), filepath.Base(arg)
-}
-
-// RemoveDataset deletes a stored dataset (overwrite: true).
-func RemoveDataset(ctx context.Context, d Dest, root string) error {
-	r, ok := d.(interface {
-		RemoveAll(ctx context.Context, prefix string) error
-	})
-	if !ok {
-		return fmt.Errorf("%s: this destination cannot remove a dataset", root)
-	}
-	if err := r.RemoveAll(ctx, root); err != nil {
-		return fmt.Errorf("removing %s: %w", Describe(d, root), err)
-	}
-	return nil
 }

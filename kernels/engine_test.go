@@ -18,6 +18,7 @@ import (
 	"github.com/zspool/zspool/kernels/internal/reference"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
+	cpuengine "github.com/zspool/zspool/pipeline/cpu"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -91,7 +92,7 @@ var codecCases = []codecCase{
 func newEngines(t *testing.T, d *Device, p *pipeline.Plan, cc codecCase) (cpu, gpu pipeline.Engine) {
 	t.Helper()
 	p.Options.ZstdEncoder, p.Options.ZstdChecksum = cc.cpu, cc.ck
-	c, err := pipeline.NewCPU(p)
+	c, err := cpuengine.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func convertBoth(t *testing.T, d *Device, a *acquisition, cc codecCase, name str
 		var err error
 		if kind == "cpu" {
 			p.Options.ZstdEncoder = cc.cpu
-			eng, err = pipeline.NewCPU(p)
+			eng, err = cpuengine.New(p)
 		} else {
 			p.Options.ZstdEncoder = cc.gpu
 			eng, err = NewEngine(d, p)

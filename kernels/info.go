@@ -30,3 +30,14 @@ type CopyRates struct {
 	D2H  float64 // device to host alone
 	Both float64 // both directions at once, their bytes summed
 }
+
+// DeviceReporter is an engine that names the GPU it runs on.
+type DeviceReporter interface {
+	Device() Info
+}
+
+// CopyMeasurer is an engine that can measure its pinned copy bandwidth,
+// the ceiling of its host–device copies.
+type CopyMeasurer interface {
+	MeasureCopies(reps int) (CopyRates, error)
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/zspool/zspool/kernels/internal/layout"
 	"github.com/zspool/zspool/kernels/internal/reference"
 	"github.com/zspool/zspool/pipeline"
+	cpuengine "github.com/zspool/zspool/pipeline/cpu"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -248,7 +249,7 @@ func TestEnginePyramidResumed(t *testing.T) {
 			continue
 		}
 		raw := reference.PyramidRaw(rng, "int32", true, sh.Elems())[first*p.EpochBytes():]
-		cpu, err := pipeline.NewCPU(p)
+		cpu, err := cpuengine.New(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,9 @@ func New(root string) *Dir {
 // Root is the destination directory.
 func (d *Dir) Root() string { return d.root }
 
+// Where names the file of a destination-relative key for messages.
+func (d *Dir) Where(key string) string { return filepath.Join(d.root, filepath.FromSlash(key)) }
+
 func (d *Dir) path(key string) (string, error) {
 	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
 		return "", fmt.Errorf("key %q: not a relative object key", key)

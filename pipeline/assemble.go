@@ -23,7 +23,7 @@ type Assembler struct {
 	// committed: the point a journal records.
 	LayerDone func(level int, layer int64) error
 	written   int64
-	assemble  *meter
+	assemble  *Meter
 }
 
 type levelShards struct {
@@ -42,7 +42,7 @@ type openShard struct {
 // NewAssembler prepares shard assembly for every level of a plan.
 func NewAssembler(p *Plan, sink Sink) *Assembler {
 	a := &Assembler{sink: sink, root: p.Root()}
-	a.assemble = newMeter("assemble")
+	a.assemble = NewMeter("assemble")
 	for _, l := range p.Levels {
 		a.levels = append(a.levels, &levelShards{level: l, layer: -1})
 	}

@@ -31,8 +31,8 @@ type Compressor struct {
 	zero    []byte   // a fill-valued chunk
 	outs    [][]byte // per chunk of the row, reused
 	absent  []bool   // chunks equal to fill everywhere
-	fill    *meter   // time spent producing chunk bytes (the CPU scatter)
-	encode  *meter
+	fill    *Meter   // time spent producing chunk bytes (the CPU scatter)
+	encode  *Meter
 }
 
 type compressWorker struct {
@@ -45,7 +45,7 @@ type compressWorker struct {
 // NewCompressor makes workers for chunks of chunkBytes, n chunks a row.
 func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compressor, error) {
 	c := &Compressor{zero: make([]byte, chunkBytes), outs: make([][]byte, n), absent: make([]bool, n),
-		fill: newMeter(fillStage), encode: newMeter("compress")}
+		fill: NewMeter(fillStage), encode: NewMeter("compress")}
 	// NewPlan checked this already; a Plan made some other way must not
 	// fall through to klauspost with a misspelt encoder.
 	if err := CheckZstdEncoder(p.Options.ZstdEncoder); err != nil {

@@ -26,6 +26,18 @@ type ConvertOptions struct {
 	// moves on: every level has committed every shard before level-0 layer
 	// resume, and all levels start a layer there.
 	LayerDone func(resume int64) error
+	// Epochs, when set, supplies the level-0 epochs in place of reading
+	// the raw file (bench places frames in the engine's staging buffers).
+	// It must start at FirstLayer's first epoch.
+	Epochs EpochSource
+}
+
+// EpochSource yields level-0 epochs in order. An EpochReader is one.
+type EpochSource interface {
+	Next() (Epoch, bool)
+	Release(Epoch)
+	Err() error
+	Close()
 }
 
 // Result sums up one conversion.
@@ -78,9 +90,12 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	if st, ok := eng.(Stager); ok {
 		staging = st.StagingBuffers()
 	}
-	rd := NewEpochReaderInto(ctx, src.Raw, src.RawName, first, p.Levels[0].Grid.Shape[0], p.EpochFrames(), p.FrameBytes, staging)
+	rd := opts.Epochs
+	if rd == nil {
+		rd = NewEpochReaderInto(ctx, src.Raw, src.RawName, first, p.Levels[0].Grid.Shape[0], p.EpochFrames(), p.FrameBytes, staging)
+	}
 	defer rd.Close()
-	read := newMeter("read")
+	read := NewMeter("read")
 	done := first * p.EpochBytes()
 	log.Debug("convert start", zap.String("dataset", root), zap.Int64("epochs", p.Epochs()),
 		zap.Int64("first_epoch", first), zap.Stringer("working_set", p.WorkingSet))

@@ -43,3 +43,9 @@ type ChunkOut struct {
 type Stager interface {
 	StagingBuffers() [][]byte
 }
+
+// StageResetter is an engine whose stage figures can be zeroed, so that a
+// warm-up pass does not count (bench).
+type StageResetter interface {
+	ResetStages()
+}

@@ -17,9 +17,6 @@ import (
 // Defaults for the knobs a plan is checked against.
 const (
 	DefaultMemoryBudget = 768 << 20
-	DefaultPartSize     = 16 << 20
-	MinPartSize         = 5 << 20
-	MaxParts            = 10000
 	// encoderOverhead is what one pooled zstd encoder holds besides its
 	// output (history and tables of the fastest levels), measured loosely.
 	encoderOverhead = 4 << 20
@@ -32,13 +29,11 @@ const (
 // Options are the run-time knobs that shape a plan.
 type Options struct {
 	MemoryBudget int64 // refuse plans whose working set exceeds this; 0 = default
-	PartSize     int64 // S3 part size, for the 10,000-part limit; 0 = default
 	Workers      int   // compression workers; 0 = GOMAXPROCS
-	// ShardBuffer is what the sink holds per open shard (an S3 sink: its
-	// filling part), and SinkFixed what it holds whatever the plan (its
-	// parts in flight). Both count toward the working set.
-	ShardBuffer int64
-	SinkFixed   int64
+	// Limits are what the destination asks of the plan (LimitsOf): its
+	// memory counts toward the working set, and no shard may outgrow the
+	// largest object it takes.
+	Limits Limits
 	// ZstdEncoder picks the zstd encoder when the manifest's codec is
 	// zstd: EncoderDefault, EncoderKlauspost or EncoderLit.
 	//
@@ -97,9 +92,6 @@ func (o Options) withDefaults() Options {
 	if o.MemoryBudget == 0 {
 		o.MemoryBudget = DefaultMemoryBudget
 	}
-	if o.PartSize == 0 {
-		o.PartSize = DefaultPartSize
-	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -156,9 +148,6 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 	if err := CheckZstdEncoder(opts.ZstdEncoder); err != nil {
 		return nil, fmt.Errorf("zstd_encoder: %w", err)
 	}
-	if opts.PartSize < MinPartSize {
-		return nil, fmt.Errorf("part_size %s is below S3's minimum of 5 MiB", FormatBytes(opts.PartSize))
-	}
 	p := &Plan{Manifest: m, Options: opts, Elem: m.DType.Size(), RawSize: rawSize}
 	if p.Elem == 0 {
 		return nil, badInput(fmt.Errorf("dtype: %q is not supported", m.DType))
@@ -195,7 +184,7 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 		shard[d] = min(shard[d], ceilDiv(shape[d], chunk[d]))
 	}
 	p.Levels = planLevels(m, zarr.Grid{Shape: shape, Chunk: chunk, Shard: shard})
-	if err := p.checkParts(); err != nil {
+	if err := p.checkObjectSize(); err != nil {
 		return nil, err
 	}
 	if err := p.budget(); err != nil {
@@ -212,6 +201,16 @@ func (p *Plan) budget() error {
 			p.WorkingSet, FormatBytes(p.Options.MemoryBudget), FormatBytes(p.EpochBytes()))
 	}
 	return nil
+}
+
+// FrameBytes is the size of one level frame: a slice of the level's
+// array at one index of dim 0.
+func (l Level) FrameBytes(elem int) int64 {
+	n := int64(elem)
+	for _, s := range l.Grid.Shape[1:] {
+		n *= s
+	}
+	return n
 }
 
 // ForCPU is a GPU plan re-planned for the CPU engine (where the GPU
@@ -285,14 +284,18 @@ func planLevels(m *config.Manifest, g0 zarr.Grid) []Level {
 	}
 }
 
-// checkParts refuses shards that could not be uploaded in S3's 10,000
-// parts of part_size.
-func (p *Plan) checkParts() error {
+// checkObjectSize refuses shards that could outgrow the largest object the
+// destination takes.
+func (p *Plan) checkObjectSize() error {
+	lim := p.Options.Limits
+	if lim.MaxObject <= 0 {
+		return nil
+	}
 	for _, l := range p.Levels {
 		bound := l.Grid.SlotsPerShard()*CompressBound(p.ChunkBytes(l)) + zarr.IndexSize(l.Grid.SlotsPerShard())
-		if parts := ceilDiv(bound, p.Options.PartSize); parts > MaxParts {
-			return fmt.Errorf("level %d: a shard can reach %s, which needs %d parts of part_size %s (S3 allows %d): raise part_size or lower dimensions[*].shard",
-				l.Index, FormatBytes(bound), parts, FormatBytes(p.Options.PartSize), MaxParts)
+		if bound > lim.MaxObject {
+			return fmt.Errorf("level %d: a shard can reach %s, and the destination takes at most %s in one object (%s): lower dimensions[*].shard",
+				l.Index, FormatBytes(bound), FormatBytes(lim.MaxObject), lim.MaxObjectHint)
 		}
 	}
 	return nil
@@ -359,14 +362,14 @@ func (p *Plan) estimate() WorkingSet {
 			w.Compressed += 2 * row * back
 		}
 		// Each open shard holds its sink buffer and its index entries.
-		w.Shards += ShardsPerLayer(l.Grid) * (p.Options.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
+		w.Shards += ShardsPerLayer(l.Grid) * (p.Options.Limits.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
 		if i > 0 {
 			// A pyramid level holds one row of dense frames and, for a
 			// z-stack, a frame waiting for its pair.
-			w.Staging += (l.Grid.Chunk[0] + 1) * l.frameBytes(p.Elem)
+			w.Staging += (l.Grid.Chunk[0] + 1) * l.FrameBytes(p.Elem)
 		}
 	}
-	w.Shards += p.Options.SinkFixed
+	w.Shards += p.Options.Limits.Fixed
 	return w
 }
 

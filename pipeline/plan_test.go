@@ -63,14 +63,17 @@ func TestPlanRefusesShardsBeyondTenThousandParts(t *testing.T) {
 	// 32 MiB chunks, 10,000 of them per shard: 312 GiB, past 10,000 × 16 MiB.
 	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
 		{"name":"t","size":20000,"chunk":1,"shard":10000},{"name":"y","size":4096,"chunk":4096},{"name":"x","size":4096,"chunk":4096}]}`)
-	_, err := NewPlan(m, "acq.raw", 20000*4096*4096*2, Options{MemoryBudget: 1 << 40})
+	s3 := func(part int64) Limits {
+		return Limits{MaxObject: 10000 * part, MaxObjectHint: "10000 parts of part_size; or raise part_size"}
+	}
+	_, err := NewPlan(m, "acq.raw", 20000*4096*4096*2, Options{MemoryBudget: 1 << 40, Limits: s3(16 << 20)})
 	if err == nil || !strings.Contains(err.Error(), "part_size") || !strings.Contains(err.Error(), "dimensions[*].shard") {
 		t.Fatalf("err = %v, want a refusal naming part_size and the shard knob", err)
 	}
 	if IsInputError(err) {
 		t.Errorf("a knob refusal is not bad input: %v", err)
 	}
-	if _, err := NewPlan(m, "acq.raw", 20000*4096*4096*2, Options{MemoryBudget: 1 << 40, PartSize: 64 << 20}); err != nil {
+	if _, err := NewPlan(m, "acq.raw", 20000*4096*4096*2, Options{MemoryBudget: 1 << 40, Limits: s3(64 << 20)}); err != nil {
 		t.Fatalf("with 64 MiB parts the shard fits: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/pipeline/cpu"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -42,7 +43,7 @@ func convert(t *testing.T, manifest, dest string, first int64, onResume func(int
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := pipeline.NewCPU(p)
+	eng, err := cpu.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 package pipeline
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Sink is a destination as the pipeline sees it. Keys are relative to the
 // destination root ("<name>.ome.zarr/0/c/0/1"). A shard is written once,
@@ -24,4 +27,47 @@ type ObjectWriter interface {
 	Commit() error
 	// Abort discards everything written; safe after a failed Commit.
 	Abort() error
+}
+
+// Limits is what a store asks of a plan.
+type Limits struct {
+	ShardBuffer int64 // memory held per open shard (an S3 store: its filling part)
+	Fixed       int64 // memory held whatever the plan (an S3 store: its parts in flight)
+	MaxObject   int64 // the largest object the store takes; 0: no bound
+	// MaxObjectHint says what sets MaxObject and how to raise it, for the
+	// plan's refusal of a shard that could outgrow it.
+	MaxObjectHint string
+}
+
+// Limiter is a store that states Limits. A store that asks nothing of a
+// plan (a local directory) need not implement it.
+type Limiter interface {
+	Limits() Limits
+}
+
+// LimitsOf is what sink asks of a plan.
+func LimitsOf(sink Sink) Limits {
+	if l, ok := sink.(Limiter); ok {
+		return l.Limits()
+	}
+	return Limits{}
+}
+
+// PendingUpload is an object a store began and has not finished: an S3
+// multipart upload, which costs until it is completed or aborted.
+type PendingUpload struct {
+	Key       string // the object key, from the bucket's root
+	ID        string
+	Initiated time.Time
+}
+
+// UploadHooks see every pending upload a store is about to start, has
+// started, and has finished (completed or aborted): a journal records
+// intents and open upload ids so a crashed job's uploads can be aborted on
+// restart. An error from Before fails the write before anything is
+// created. Each may be nil.
+type UploadHooks struct {
+	Before  func(key string) error
+	Started func(key, uploadID string)
+	Done    func(key, uploadID string)
 }

@@ -24,16 +24,18 @@ func (s Stage) Avg() float64 {
 	return float64(s.Bytes) / s.Busy.Seconds()
 }
 
-// meter accumulates a Stage from several goroutines.
-type meter struct {
+// Meter accumulates a Stage from several goroutines; every engine reports
+// its stages through one.
+type Meter struct {
 	mu sync.Mutex
 	s  Stage
 }
 
-func newMeter(name string) *meter { return &meter{s: Stage{Name: name}} }
+// NewMeter starts an empty stage.
+func NewMeter(name string) *Meter { return &Meter{s: Stage{Name: name}} }
 
 // Add records one sample.
-func (m *meter) Add(bytes int64, d time.Duration) {
+func (m *Meter) Add(bytes int64, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.s.Bytes += bytes
@@ -45,8 +47,15 @@ func (m *meter) Add(bytes int64, d time.Duration) {
 	}
 }
 
+// Reset forgets every sample.
+func (m *Meter) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.s = Stage{Name: m.s.Name}
+}
+
 // Snapshot copies the stage's figures.
-func (m *meter) Snapshot() Stage {
+func (m *Meter) Snapshot() Stage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.s

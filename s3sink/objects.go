@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -17,6 +16,7 @@ import (
 	"github.com/minio/crc64nvme"
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -175,12 +175,6 @@ func (s *Sink) List(ctx context.Context, rel string) ([]string, error) {
 	return keys, nil
 }
 
-// Upload is one multipart upload in progress.
-type Upload struct {
-	Key, ID   string // the full object key and the upload id
-	Initiated time.Time
-}
-
 // DatasetPrefix is the full key prefix of everything under a dataset
 // root, slash-terminated so a sibling whose name starts alike is not
 // included.
@@ -199,22 +193,22 @@ func (s *Sink) Prefix() string {
 
 // UploadsUnder lists the multipart uploads whose full key starts with
 // prefix (a DatasetPrefix or Prefix).
-func (s *Sink) UploadsUnder(ctx context.Context, prefix string) ([]Upload, error) {
+func (s *Sink) UploadsUnder(ctx context.Context, prefix string) ([]pipeline.PendingUpload, error) {
 	return s.pendingUploads(ctx, prefix)
 }
 
 // PendingUploads lists the multipart uploads under rel that were started
 // and neither completed nor aborted.
-func (s *Sink) PendingUploads(ctx context.Context, rel string) ([]Upload, error) {
+func (s *Sink) PendingUploads(ctx context.Context, rel string) ([]pipeline.PendingUpload, error) {
 	return s.pendingUploads(ctx, s.key(rel))
 }
 
-func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]Upload, error) {
+func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]pipeline.PendingUpload, error) {
 	// The whole bucket is listed and filtered here: MinIO answers a
 	// ListMultipartUploads prefix only when it is a whole object key (any
 	// other prefix lists nothing), so a prefix sent to the server would
 	// hide exactly the uploads a sweep is looking for.
-	var ups []Upload
+	var ups []pipeline.PendingUpload
 	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket}
 	for {
 		out, err := s.client.ListMultipartUploads(ctx, in)
@@ -223,7 +217,7 @@ func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]Upload, err
 		}
 		for _, u := range out.Uploads {
 			if key := aws.ToString(u.Key); strings.HasPrefix(key, prefix) {
-				ups = append(ups, Upload{Key: key, ID: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)})
+				ups = append(ups, pipeline.PendingUpload{Key: key, ID: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)})
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) {

@@ -18,6 +18,8 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/pipeline"
 	"go.uber.org/zap"
 )
 
@@ -33,15 +35,22 @@ type Sink struct {
 	parts       sync.Pool // *[]byte of PartSize
 	conditional bool      // send If-None-Match: * on PutObject and CompleteMultipartUpload
 
-	// BeforeUpload, OnUpload and OnUploadDone, when set before the first
-	// write, see every multipart upload about to start, started and
-	// finished (completed or aborted): a journal records intents and open
-	// upload ids so a crashed job's uploads can be aborted on restart. An
-	// error from BeforeUpload fails the write before anything is created.
-	BeforeUpload func(key string) error
-	OnUpload     func(key, uploadID string)
-	OnUploadDone func(key, uploadID string)
+	hooks UploadHooks
 }
+
+// UploadHooks see every multipart upload about to start, started and
+// finished (completed or aborted): a journal records intents and open
+// upload ids so a crashed job's uploads can be aborted on restart. An
+// error from Before fails the write before anything is created. Each may
+// be nil.
+type UploadHooks = struct {
+	Before  func(key string) error
+	Started func(key, uploadID string)
+	Done    func(key, uploadID string)
+}
+
+// TrackUploads sets the hooks; call it before the first write.
+func (s *Sink) TrackUploads(h UploadHooks) { s.hooks = h }
 
 // ErrConfig marks options that can never work (a bad URL, a missing CA
 // bundle or credentials file), as opposed to a destination that did not
@@ -53,18 +62,18 @@ var ErrConfig = errors.New("s3 destination options")
 // whether the endpoint honours If-None-Match. A destination that cannot
 // work fails here, not in the middle of a job.
 func New(ctx context.Context, log *zap.Logger, cfg Config) (*Sink, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	cfg = cfg.withDefaults()
+	bucket, prefix, err := cfg.check()
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	bucket, prefix, _ := ParseURL(cfg.URL)
 	client, err := newClient(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s := &Sink{
 		cfg: cfg, bucket: bucket, prefix: prefix, client: client, log: log,
-		sem: make(chan struct{}, cfg.PartsInFlight),
+		sem: make(chan struct{}, cfg.MaxPartsInFlight),
 	}
 	s.parts.New = func() any { b := make([]byte, 0, cfg.PartSize); return &b }
 	if err := s.checkBucket(ctx); err != nil {
@@ -79,8 +88,8 @@ func New(ctx context.Context, log *zap.Logger, cfg Config) (*Sink, error) {
 		}
 	}
 	log.Info("s3 destination ready", zap.String("url", cfg.URL), zap.String("endpoint", endpointName(cfg)),
-		zap.Bool("conditional_writes", s.conditional), zap.Int64("part_size", cfg.PartSize),
-		zap.Int("parts_in_flight", cfg.PartsInFlight))
+		zap.Bool("conditional_writes", s.conditional), zap.Int64("part_size", int64(cfg.PartSize)),
+		zap.Int("parts_in_flight", cfg.MaxPartsInFlight))
 	return s, nil
 }
 
@@ -104,8 +113,8 @@ func newClient(ctx context.Context, cfg Config) (*s3.Client, error) {
 		awsconfig.WithClientLogMode(0),
 		awsconfig.WithRetryer(func() aws.Retryer {
 			std := retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = cfg.MaxAttempts
-				o.MaxBackoff = cfg.MaxBackoff
+				o.MaxAttempts = cfg.Retry.MaxAttempts
+				o.MaxBackoff = time.Duration(cfg.Retry.MaxBackoff)
 				// The default token bucket stops retrying after a burst of
 				// failures; a flaky endpoint must slow us down, not fail us.
 				o.RateLimiter = ratelimit.None
@@ -212,12 +221,22 @@ func (s *Sink) URL() string { return s.cfg.URL }
 // Conditional reports whether writes carry If-None-Match: *.
 func (s *Sink) Conditional() bool { return s.conditional }
 
-// ShardBuffer is what one open shard holds: its filling part.
-func (s *Sink) ShardBuffer() int64 { return s.cfg.PartSize }
+// Limits are what an S3 destination asks of a plan: a filling part per
+// open shard, the parts in flight, and shards that fit in MaxParts parts.
+func (s *Sink) Limits() pipeline.Limits {
+	part := int64(s.cfg.PartSize)
+	return pipeline.Limits{
+		ShardBuffer:   part,
+		Fixed:         int64(s.cfg.MaxPartsInFlight) * part,
+		MaxObject:     min(MaxParts*part, MaxObject),
+		MaxObjectHint: fmt.Sprintf("S3 takes %d parts of part_size %s; or raise part_size", MaxParts, config.Size(part)),
+	}
+}
 
-// FixedMemory is what the sink holds whatever the plan: its parts in
-// flight.
-func (s *Sink) FixedMemory() int64 { return int64(s.cfg.PartsInFlight) * s.cfg.PartSize }
+// Where names the object at a destination-relative key for messages.
+func (s *Sink) Where(rel string) string {
+	return strings.TrimSuffix(s.cfg.URL, "/") + "/" + rel
+}
 
 var errNoChecksum = errors.New("HeadObject returned no CRC64NVME")
 

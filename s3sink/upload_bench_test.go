@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/internal/s3test"
 	"github.com/zspool/zspool/s3sink"
 )
@@ -47,9 +48,9 @@ func BenchmarkUploadToMinIO(b *testing.B) {
 	ctx := context.Background()
 
 	b.Run("zspool-sink", func(b *testing.B) {
-		sink, err := s3sink.New(ctx, zap.NewNop(), s3sink.Config{
+		sink, err := s3sink.New(ctx, zap.NewNop(), s3sink.Config{Destination: config.Destination{
 			URL: "s3://bench/sink", Endpoint: srv.Endpoint, PathStyle: true, CredentialsFile: creds,
-		})
+		}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -89,7 +89,7 @@ func (w *shardWriter) Write(p []byte) (int, error) {
 		w.part.Write(p[:k])
 		*w.buf = b[:len(b)+k]
 		p = p[k:]
-		if int64(len(*w.buf)) == w.s.cfg.PartSize {
+		if int64(len(*w.buf)) == int64(w.s.cfg.PartSize) {
 			if err := w.sendPart(); err != nil {
 				return 0, err
 			}
@@ -103,8 +103,8 @@ func (w *shardWriter) Write(p []byte) (int, error) {
 // the SDK can resend it on every retry.
 func (w *shardWriter) sendPart() error {
 	if w.uploadID == "" {
-		if w.s.BeforeUpload != nil {
-			if err := w.s.BeforeUpload(w.key); err != nil {
+		if w.s.hooks.Before != nil {
+			if err := w.s.hooks.Before(w.key); err != nil {
 				err = fmt.Errorf("recording the intent to upload: %w", err)
 				w.fail(err)
 				return err
@@ -128,8 +128,8 @@ func (w *shardWriter) sendPart() error {
 			w.orphans = true
 		}
 		w.s.log.Debug("multipart upload started", zap.String("key", w.key), zap.String("upload_id", w.uploadID))
-		if w.s.OnUpload != nil {
-			w.s.OnUpload(w.key, w.uploadID)
+		if w.s.hooks.Started != nil {
+			w.s.hooks.Started(w.key, w.uploadID)
 		}
 	}
 	select {
@@ -224,8 +224,8 @@ func (w *shardWriter) Commit() error {
 		w.abort()
 		return fmt.Errorf("completing %d parts: %w", len(parts), err)
 	}
-	if w.s.OnUploadDone != nil {
-		w.s.OnUploadDone(w.key, w.uploadID)
+	if w.s.hooks.Done != nil {
+		w.s.hooks.Done(w.key, w.uploadID)
 	}
 	w.sweepOrphans()
 	return nil
@@ -272,8 +272,8 @@ func (w *shardWriter) abort() {
 	defer cancel()
 	if err := w.s.AbortUpload(ctx, w.key, w.uploadID); err != nil {
 		w.s.log.Warn("abort multipart upload failed; it stays until aborted", zap.String("key", w.key), zap.String("upload_id", w.uploadID), zap.Error(err))
-	} else if w.s.OnUploadDone != nil {
-		w.s.OnUploadDone(w.key, w.uploadID)
+	} else if w.s.hooks.Done != nil {
+		w.s.hooks.Done(w.key, w.uploadID)
 	}
 	w.uploadID = ""
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/engine"
 	"github.com/zspool/zspool/internal/synth"
 	"github.com/zspool/zspool/kernels"
 	"github.com/zspool/zspool/pipeline"
@@ -75,7 +76,6 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	multiscale := fs.Bool("multiscale", false, "convert twice, level 0 alone and with a mean pyramid over y and x (default levels), and report the pyramid's end-to-end rate against the single-level one")
 	var ef engineFlags
 	ef.register(fs)
-	_ = fs.MarkHidden("part-size") // bench writes to no S3 destination
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -87,9 +87,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	kind := "cpu"
-	if plansGPU(ef.engine) {
-		kind = "gpu"
+	kind := engine.CPU
+	if engine.PlansGPU(ef.engine) {
+		kind = engine.GPU
 	}
 	opts.GPU = kind == "gpu"
 	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, codec: *codec, level: *level, multiscale: *multiscale}
@@ -179,20 +179,15 @@ func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind st
 		return 0, err
 	}
 	defer src.Close()
-	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
-	if err != nil {
-		return 0, err
-	}
-	eng, err := newEngine(log, kind, plan)
-	if err != nil {
-		return 0, err
-	}
-	defer eng.Close()
-	benchHeader(stdout, eng, plan, spec, "raw file "+raw)
-	if err := benchCopies(stdout, eng); err != nil {
-		return 0, err
-	}
-	res, err := pipeline.Convert(ctx, log, src, plan, eng, &pipeline.Discard{}, pipeline.ConvertOptions{Version: buildVersion()})
+	var eng pipeline.Engine
+	res, err := engine.Convert(ctx, log, src, &pipeline.Discard{}, engine.Run{
+		Kind: kind, Options: opts, Convert: pipeline.ConvertOptions{Version: buildVersion()},
+		Ready: func(plan *pipeline.Plan, e pipeline.Engine, _ *pipeline.ConvertOptions) error {
+			eng = e
+			benchHeader(stdout, e, plan, spec, "raw file "+raw)
+			return benchCopies(stdout, e)
+		},
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -228,77 +223,65 @@ func benchPinnedPass(ctx context.Context, log *zap.Logger, spec benchSpec, kind 
 	if err != nil {
 		return 0, err
 	}
-	plan, err := pipeline.NewPlan(m, "bench.raw", spec.frames*spec.frameBytes(), opts)
-	if err != nil {
-		return 0, err
-	}
-	eng, err := newEngine(log, kind, plan)
-	if err != nil {
-		return 0, err
-	}
-	defer eng.Close()
-	st, ok := eng.(pipeline.Stager)
-	if !ok {
-		return 0, &exitError{code: 2, err: fmt.Errorf("--source pinned needs the GPU engine (this is the %s engine)", kind)}
-	}
-	bufs := st.StagingBuffers()
-	fillFrames(bufs, spec)
-	benchHeader(stdout, eng, plan, spec, "synthetic frames placed in the engine's pinned staging buffers")
-	if err := benchCopies(stdout, eng); err != nil {
-		return 0, err
-	}
-	// A short untimed pass loads and warms everything first.
-	warm := min(4, plan.Epochs())
-	if _, _, err := pinnedPass(ctx, eng, plan, bufs, warm); err != nil {
-		return 0, err
-	}
-	if r, ok := eng.(interface{ ResetStages() }); ok {
-		r.ResetStages()
-	}
-	start := time.Now()
-	in, asm, err := pinnedPass(ctx, eng, plan, bufs, plan.Epochs())
-	if err != nil {
-		return 0, err
-	}
-	elapsed := time.Since(start)
-	// The source took no time: the frames were in place before the clock.
-	stages := append([]pipeline.Stage{{Name: "read", Bytes: in}}, eng.Stages()...)
-	writeStages(stdout, append(stages, asm.Stage()))
-	return benchResult(stdout, in, asm.Written(), elapsed, eng), nil
-}
-
-// pinnedPass runs epochs epochs through the engine, epoch e read from
-// staging buffer e%2, into a discarding sink.
-func pinnedPass(ctx context.Context, eng pipeline.Engine, plan *pipeline.Plan, bufs [][]byte, epochs int64) (int64, *pipeline.Assembler, error) {
-	asm := pipeline.NewAssembler(plan, &pipeline.Discard{})
-	var in int64
-	frames := plan.Levels[0].Grid.Shape[0]
-	add := func(outs []pipeline.LevelOutput) error {
-		for _, o := range outs {
-			if err := asm.Add(ctx, o); err != nil {
+	// No file: the epochs come from the engine's staging buffers.
+	src := &pipeline.Source{ManifestName: "bench.json", Manifest: m, RawName: "bench.raw", RawSize: spec.frames * spec.frameBytes()}
+	var eng pipeline.Engine
+	res, err := engine.Convert(ctx, log, src, &pipeline.Discard{}, engine.Run{
+		Kind: kind, Options: opts, Convert: pipeline.ConvertOptions{Version: buildVersion()},
+		Ready: func(plan *pipeline.Plan, e pipeline.Engine, co *pipeline.ConvertOptions) error {
+			eng = e
+			st, ok := e.(pipeline.Stager)
+			if !ok {
+				return &exitError{code: 2, err: fmt.Errorf("--source pinned needs the GPU engine (this is the %s engine)", kind)}
+			}
+			bufs := st.StagingBuffers()
+			fillFrames(bufs, spec)
+			benchHeader(stdout, e, plan, spec, "synthetic frames placed in the engine's pinned staging buffers")
+			if err := benchCopies(stdout, e); err != nil {
 				return err
 			}
-		}
-		return nil
-	}
-	for e := range epochs {
-		n := min(plan.EpochFrames(), frames-e*plan.EpochFrames())
-		data := bufs[e%2][:n*plan.FrameBytes]
-		outs, err := eng.Encode(ctx, pipeline.Epoch{Index: e, Frames: n, Data: data})
-		if err != nil {
-			return 0, nil, fmt.Errorf("epoch %d: %w", e, err)
-		}
-		if err := add(outs); err != nil {
-			return 0, nil, err
-		}
-		in += int64(len(data))
-	}
-	outs, err := eng.Flush(ctx)
+			// A short untimed pass loads and warms everything first.
+			warm := pipeline.ConvertOptions{Epochs: &pinnedEpochs{plan: plan, bufs: bufs, n: min(4, plan.Epochs())}}
+			if _, err := pipeline.Convert(ctx, log, src, plan, e, &pipeline.Discard{}, warm); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+			if r, ok := e.(pipeline.StageResetter); ok {
+				r.ResetStages()
+			}
+			co.Epochs = &pinnedEpochs{plan: plan, bufs: bufs, n: plan.Epochs()}
+			return nil
+		},
+	})
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	return in, asm, add(outs)
+	writeStages(stdout, res.Stages)
+	return benchResult(stdout, res.BytesIn, res.BytesOut, res.Elapsed, eng), nil
 }
+
+// pinnedEpochs yields n epochs, epoch e from staging buffer e%2, where the
+// frames were placed before the clock started: a source that takes no
+// time.
+type pinnedEpochs struct {
+	plan *pipeline.Plan
+	bufs [][]byte
+	n, e int64
+}
+
+func (p *pinnedEpochs) Next() (pipeline.Epoch, bool) {
+	if p.e >= p.n {
+		return pipeline.Epoch{}, false
+	}
+	ef := p.plan.EpochFrames()
+	frames := min(ef, p.plan.Levels[0].Grid.Shape[0]-p.e*ef)
+	ep := pipeline.Epoch{Index: p.e, Frames: frames, Data: p.bufs[p.e%2][:frames*p.plan.FrameBytes]}
+	p.e++
+	return ep, true
+}
+
+func (p *pinnedEpochs) Release(pipeline.Epoch) {}
+func (p *pinnedEpochs) Err() error             { return nil }
+func (p *pinnedEpochs) Close()                 {}
 
 // fillFrames writes the bench mix into the two staging buffers, frames in
 // parallel.
@@ -323,7 +306,7 @@ func fillFrames(bufs [][]byte, spec benchSpec) {
 
 func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec benchSpec, source string) {
 	what := fmt.Sprintf("engine cpu, %d workers", plan.Options.Workers)
-	if d, ok := eng.(interface{ Device() kernels.Info }); ok {
+	if d, ok := eng.(kernels.DeviceReporter); ok {
 		what = fmt.Sprintf("engine gpu on %s, %d compression workers", d.Device(), plan.Options.Workers)
 	}
 	fmt.Fprintf(w, "%s\n%d frames of %d×%d uint16 (gaussian/uniform/constant 12-bit), chunk %d×%d×%d (epoch %s), codec %s",
@@ -354,9 +337,7 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 // benchCopies prints the GPU's pinned copy bandwidth, the ceiling of the
 // engine's copies.
 func benchCopies(w io.Writer, eng pipeline.Engine) error {
-	m, ok := eng.(interface {
-		MeasureCopies(reps int) (kernels.CopyRates, error)
-	})
+	m, ok := eng.(kernels.CopyMeasurer)
 	if !ok {
 		return nil
 	}
@@ -379,9 +360,7 @@ func benchResult(w io.Writer, in, out int64, elapsed time.Duration, eng pipeline
 	// GiB and GiB/s, as convert and demo print them.
 	fmt.Fprintf(w, "end-to-end: in %.3f GiB, out %.3f GiB, ratio %.4f, %.3f s, %.3f GiB/s\n",
 		float64(in)/(1<<30), float64(out)/(1<<30), ratio, elapsed.Seconds(), rate/(1<<30))
-	if m, ok := eng.(interface {
-		MeasureCopies(reps int) (kernels.CopyRates, error)
-	}); ok {
+	if m, ok := eng.(kernels.CopyMeasurer); ok {
 		if r, err := m.MeasureCopies(20); err == nil {
 			fmt.Fprintf(w, "pinned H2D measured after the run: %.2f GiB/s; end-to-end is %.1f%% of it\n", r.H2D/(1<<30), 100*rate/r.H2D)
 		}

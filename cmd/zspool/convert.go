@@ -6,22 +6,19 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/destination"
-	"github.com/zspool/zspool/kernels"
+	"github.com/zspool/zspool/engine"
 	"github.com/zspool/zspool/pipeline"
-	"github.com/zspool/zspool/s3sink"
 	"github.com/zspool/zspool/zarr"
 )
 
 type engineFlags struct {
 	engine       string
 	memoryBudget string
-	partSize     string
 	workers      int
 	zstdEncoder  string
 	zstdChecksum bool
@@ -33,15 +30,14 @@ func (e *engineFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }) {
 	help := "engine: auto (the GPU when there is one), cpu, gpu"
-	if !gpuBuilt {
+	if !engine.GPUBuilt {
 		help = "engine: auto, cpu (this build has no GPU engine)"
 	}
 	fs.StringVar(&e.engine, "engine", "auto", help)
 	fs.StringVar(&e.memoryBudget, "memory-budget", "768MiB", "refuse plans whose working set exceeds this")
-	fs.StringVar(&e.partSize, "part-size", "16MiB", "S3 multipart part size (min 5MiB); a shard must fit in 10,000 parts")
 	fs.IntVar(&e.workers, "workers", 0, "compression workers (0 = one per CPU)")
 	encHelp := "zstd encoder: klauspost (matches, at the manifest's level) or lit (zstdlit, the GPU encoder's reference: no levels); empty: the engine's default, klauspost on the CPU"
-	if gpuBuilt {
+	if engine.GPUBuilt {
 		encHelp += " and the GPU's own encoder, which writes what lit writes, on the GPU"
 	}
 	fs.StringVar(&e.zstdEncoder, "zstd-encoder", "", encHelp)
@@ -55,9 +51,6 @@ func (e *engineFlags) options() (pipeline.Options, error) {
 	if o.MemoryBudget, err = parseSize(e.memoryBudget); err != nil {
 		return o, fmt.Errorf("--memory-budget: %w", err)
 	}
-	if o.PartSize, err = parseSize(e.partSize); err != nil {
-		return o, fmt.Errorf("--part-size: %w", err)
-	}
 	o.Workers = e.workers
 	if err := pipeline.CheckZstdEncoder(e.zstdEncoder); err != nil {
 		return o, fmt.Errorf("--zstd-encoder: %w", err)
@@ -67,55 +60,13 @@ func (e *engineFlags) options() (pipeline.Options, error) {
 	switch e.engine {
 	case "auto", "cpu":
 	case "gpu":
-		if !gpuBuilt {
+		if !engine.GPUBuilt {
 			return o, fmt.Errorf("--engine gpu: this build has no GPU engine (build with -tags cuda)")
 		}
 	default:
 		return o, fmt.Errorf("--engine: %q is not one of auto, cpu, gpu", e.engine)
 	}
 	return o, nil
-}
-
-// plansGPU says whether --engine (or the config's engine) will run on the
-// GPU, so the plan counts the GPU engine's memory: gpu, or auto where the
-// binary has the engine and a GPU is usable.
-func plansGPU(kind string) bool {
-	if kind == "gpu" {
-		return true
-	}
-	if kind != "auto" || !gpuBuilt {
-		return false
-	}
-	_, ok := gpuStatus()
-	return ok
-}
-
-// newEngine builds the engine --engine names. auto is the GPU when this
-// build has the GPU engine, a GPU is usable and the engine takes the plan;
-// otherwise, and with a warning when the GPU was there but failed, the CPU.
-func newEngine(log *zap.Logger, kind string, p *pipeline.Plan) (pipeline.Engine, error) {
-	if kind == "gpu" {
-		return newGPUEngine(p)
-	}
-	if kind == "auto" && gpuBuilt {
-		if desc, ok := gpuStatus(); ok {
-			eng, err := newGPUEngine(p)
-			if err == nil {
-				log.Debug("engine", zap.String("gpu", desc))
-				return eng, nil
-			}
-			if errors.Is(err, kernels.ErrUnsupported) {
-				log.Info("engine auto: the GPU engine does not take this plan, using the CPU", zap.Error(err))
-			} else {
-				log.Warn("engine auto: the GPU failed, using the CPU", zap.Error(err))
-			}
-		}
-	}
-	cpu, err := p.ForCPU()
-	if err != nil {
-		return nil, fmt.Errorf("engine auto: the CPU engine, which takes over from the GPU: %w", err)
-	}
-	return pipeline.NewCPU(cpu)
 }
 
 // Exit codes of convert, for scripts: fix the input, or try again later.
@@ -128,8 +79,7 @@ const (
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", "RAW_OR_MANIFEST --dest DIR [flags]", stderr)
 	destSpec := fs.String("dest", "", "destination: a directory, file://DIR or s3://bucket/prefix")
-	var sf s3Flags
-	sf.register(fs)
+	df := newDestFlags(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	dryRun := fs.Bool("dry-run", false, "print the plan (levels, grids, objects, memory, engine, destination checks) and write nothing")
@@ -160,14 +110,14 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: exitInput, err: err}
 	}
 	defer src.Close()
-	opts.GPU = plansGPU(ef.engine)
+	opts.GPU = engine.PlansGPU(ef.engine)
 	if _, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts); err != nil {
 		return &exitError{code: exitInput, err: fmt.Errorf("%s: %w", src.ManifestName, err)}
 	}
 	if *dryRun {
-		sf.conditional = "off" // the probe of conditional writes writes an object
+		df.dst.ConditionalWrites = "off" // the probe of conditional writes writes an object
 	}
-	sink, err := openDest(ctx, log, *destSpec, &sf, opts.PartSize)
+	sink, err := openDest(ctx, log, *destSpec, df)
 	if err != nil {
 		return destError(err)
 	}
@@ -191,7 +141,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // that can never work are usage errors; a destination that did not answer
 // as hoped may answer later.
 func destError(err error) error {
-	if errors.Is(err, s3sink.ErrConfig) {
+	if errors.Is(err, destination.ErrConfig) {
 		return &exitError{code: exitUsage, err: err}
 	}
 	return &exitError{code: exitTransient, err: err}
@@ -199,9 +149,8 @@ func destError(err error) error {
 
 // printPlan says what convert would do, having checked the input and
 // probed the destination, and writes nothing.
-func printPlan(ctx context.Context, w io.Writer, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, engine string) error {
-	destination.PlanMemory(sink, &opts)
-	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
+func printPlan(ctx context.Context, w io.Writer, src *pipeline.Source, sink destination.Store, opts pipeline.Options, kind string) error {
+	plan, err := engine.Plan(src, sink, opts)
 	if err != nil {
 		return &exitError{code: exitInput, err: fmt.Errorf("%s: %w", src.ManifestName, err)}
 	}
@@ -209,16 +158,16 @@ func printPlan(ctx context.Context, w io.Writer, src *pipeline.Source, sink dest
 	root := plan.Root()
 	fmt.Fprintf(w, "dry run: nothing is written\n")
 	fmt.Fprintf(w, "input:       %s, %d bytes of %s (%s)\n", src.RawName, src.RawSize, m.DType, m.ByteOrder)
-	fmt.Fprintf(w, "dataset:     %s\n", destination.Describe(sink, root))
-	kind := "cpu"
+	fmt.Fprintf(w, "dataset:     %s\n", sink.Where(root))
+	planned := engine.CPU
 	if opts.GPU {
-		kind = "gpu"
+		planned = engine.GPU
 	}
 	enc := describeZstdEncoder(opts.ZstdEncoder)
 	if m.Compression.Codec == "none" {
 		enc = "none (uncompressed)"
 	}
-	fmt.Fprintf(w, "engine:      %s (--engine %s); zstd level %d, encoder %s\n", kind, engine, m.Compression.Level, enc)
+	fmt.Fprintf(w, "engine:      %s (--engine %s); zstd level %d, encoder %s\n", planned, kind, m.Compression.Level, enc)
 	if m.WritesOME() {
 		fmt.Fprintf(w, "metadata:    OME-NGFF 0.5\n")
 	} else {
@@ -252,45 +201,40 @@ type convertResult struct {
 	name, where string
 }
 
-// convertSource plans an opened acquisition against the destination's
-// memory needs and converts it on the engine "auto" picks.
-func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
-	opts.GPU = plansGPU("auto")
-	return convertSourceWith(ctx, log, src, sink, opts, "auto", stderr, quiet)
+// convertSource converts an opened acquisition on the engine "auto" picks.
+func convertSource(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Store, opts pipeline.Options, stderr io.Writer, quiet bool) (*convertResult, error) {
+	opts.GPU = engine.PlansGPU(engine.Auto)
+	return convertSourceWith(ctx, log, src, sink, opts, engine.Auto, stderr, quiet)
 }
 
 // convertSourceWith is convertSource on the engine named by --engine;
-// opts.GPU says whether that engine will be the GPU (plansGPU).
-func convertSourceWith(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Dest, opts pipeline.Options, engine string, stderr io.Writer, quiet bool) (*convertResult, error) {
-	destination.PlanMemory(sink, &opts)
-	plan, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
-	}
-	// The buffers are long-lived, so the GC's default target (twice the
-	// live heap) would let garbage double the footprint; the working set is
-	// the limit the plan was checked against.
-	debug.SetMemoryLimit(plan.WorkingSet.Total())
-	eng, err := newEngine(log, engine, plan)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
-	}
-	defer eng.Close()
-	log.Debug("plan", zap.String("dataset", plan.Root()), zap.Int("levels", len(plan.Levels)),
-		zap.Int64("epochs", plan.Epochs()), zap.Int64("shard_layers", plan.ShardLayers()),
-		zap.Stringer("working_set", plan.WorkingSet))
+// opts.GPU says whether that engine will be the GPU (engine.PlansGPU).
+func convertSourceWith(ctx context.Context, log *zap.Logger, src *pipeline.Source, sink destination.Store, opts pipeline.Options, kind string, stderr io.Writer, quiet bool) (*convertResult, error) {
 	bar := newProgress(stderr, log, "converting "+src.Manifest.Name, src.RawSize, quiet)
-	start := time.Now()
-	res, err := pipeline.Convert(ctx, log, src, plan, eng, sink, pipeline.ConvertOptions{
-		Version:  buildVersion(),
-		Progress: bar.Set,
+	var root string
+	res, err := engine.Convert(ctx, log, src, sink, engine.Run{
+		Kind: kind, Options: opts,
+		Convert: pipeline.ConvertOptions{Version: buildVersion(), Progress: bar.Set},
+		Ready: func(p *pipeline.Plan, _ pipeline.Engine, _ *pipeline.ConvertOptions) error {
+			// The buffers are long-lived, so the GC's default target
+			// (twice the live heap) would let garbage double the
+			// footprint; the working set is the limit the plan was
+			// checked against.
+			debug.SetMemoryLimit(p.WorkingSet.Total())
+			root = p.Root()
+			return nil
+		},
 	})
 	bar.Done()
 	if err != nil {
+		var ie *pipeline.InputError
+		if errors.As(err, &ie) {
+			// The plan's refusal: the manifest is what to change.
+			return nil, &pipeline.InputError{Err: fmt.Errorf("%s: %w", src.ManifestName, ie.Err)}
+		}
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
 	}
-	log.Debug("converted", zap.Duration("elapsed", time.Since(start)))
-	return &convertResult{Result: res, name: src.Manifest.Name, where: destination.Describe(sink, plan.Root())}, nil
+	return &convertResult{Result: res, name: src.Manifest.Name, where: sink.Where(root)}, nil
 }
 
 func gib(n int64) string { return fmt.Sprintf("%.3f GiB", float64(n)/(1<<30)) }

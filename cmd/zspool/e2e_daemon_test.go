@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/daemon"
 	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/internal/s3test"
@@ -34,12 +35,15 @@ type daemonEnv struct {
 	d      *daemon.Daemon
 }
 
-func (b *backend) spec(endpoint, prefix string) destination.Spec {
-	return destination.Spec{URL: "s3://" + testBucket + "/" + prefix, Endpoint: endpoint, PathStyle: true,
-		CredentialsFile: b.creds, PartSize: 5 << 20, MaxAttempts: 3, MaxBackoff: 50 * time.Millisecond}
+func (b *backend) spec(endpoint, prefix string) destination.Config {
+	return destination.Config{
+		Destination: config.Destination{URL: "s3://" + testBucket + "/" + prefix, Endpoint: endpoint, PathStyle: true,
+			CredentialsFile: b.creds, PartSize: 5 << 20},
+		Retry: config.Retry{MaxAttempts: 3, MaxBackoff: config.Duration(50 * time.Millisecond)},
+	}
 }
 
-func startDaemon(t *testing.T, dest destination.Spec, tweak func(*daemon.Options)) *daemonEnv {
+func startDaemon(t *testing.T, dest destination.Config, tweak func(*daemon.Options)) *daemonEnv {
 	t.Helper()
 	base := t.TempDir()
 	opt := daemon.Options{
@@ -233,7 +237,7 @@ func TestTheDaemonLandsTwentyAcquisitionsOnMinIOWithMetricsMoving(t *testing.T) 
 }
 
 func TestTheDaemonFailsEveryBadInputWithAReasonAndServesTheGoodOnes(t *testing.T) {
-	e := startDaemon(t, destination.Spec{URL: filepath.Join(t.TempDir(), "out")}, func(o *daemon.Options) { o.ConcurrentJobs = 1 })
+	e := startDaemon(t, destination.Config{Destination: config.Destination{URL: filepath.Join(t.TempDir(), "out")}}, func(o *daemon.Options) { o.ConcurrentJobs = 1 })
 	var ids []string
 	for i, tc := range badCases() {
 		id := fmt.Sprintf("bad_%02d", i)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zspool/zspool/engine"
 	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/zarr"
@@ -25,7 +26,7 @@ import (
 // byte for byte, and the GPU's output passes `verify --raw`. It needs a
 // GPU and a binary built with -tags cuda.
 func TestConvertEngineGPUMatchesCPU(t *testing.T) {
-	if desc, ok := gpuStatus(); !ok {
+	if desc, ok := engine.GPUStatus(); !ok {
 		t.Skipf("no usable GPU: %s", desc)
 	}
 	ctx := context.Background()
@@ -139,7 +140,7 @@ func sameShardIndexes(t *testing.T, cpu, gpu *zarr.Array) {
 // none alternating, decode to identical arrays at every level, equal to
 // the plain-loop cascade, with identical shard indexes slot by slot.
 func TestConvertPyramidGPUMatchesCPU(t *testing.T) {
-	if desc, ok := gpuStatus(); !ok {
+	if desc, ok := engine.GPUStatus(); !ok {
 		t.Skipf("no usable GPU: %s", desc)
 	}
 	ctx := context.Background()

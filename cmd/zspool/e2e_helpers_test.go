@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"github.com/zspool/zspool/zarr"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zspool/zspool/zarr"
 
 	"github.com/zspool/zspool/pipeline"
 )

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/daemon"
 	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/internal/s3test"
@@ -66,7 +67,7 @@ func TestWebhooksJobsAndRequeueTakeAFailedAcquisitionToStored(t *testing.T) {
 	recv := newReceiver(t)
 	execLog := filepath.Join(t.TempDir(), "exec.log")
 	out := filepath.Join(t.TempDir(), "out")
-	e := startDaemon(t, destination.Spec{URL: out}, func(o *daemon.Options) {
+	e := startDaemon(t, destination.Config{Destination: config.Destination{URL: out}}, func(o *daemon.Options) {
 		o.Settle = 0
 		o.Announce = daemon.AnnounceOptions{Webhook: recv.url, Exec: []string{"/bin/sh", "-c", "cat >> " + execLog + "; echo >> " + execLog},
 			Queue: 10, Timeout: 5 * time.Second}

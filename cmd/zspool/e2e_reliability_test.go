@@ -17,6 +17,7 @@ import (
 	"github.com/zspool/zspool/daemon"
 	"github.com/zspool/zspool/internal/faultproxy"
 	"github.com/zspool/zspool/internal/s3test"
+	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -49,7 +50,7 @@ func TestAnUploadCreatedJustBeforeAKillIsAbortedAtTheNextStart(t *testing.T) {
 	// What a daemon killed right after CreateMultipartUpload leaves: the
 	// intent it journaled first, and an upload whose id it never wrote.
 	s := b.sink(t, "intent")
-	s.BeforeUpload = func(key string) error { return j.AddUpload(daemon.Upload{Key: key, Job: "killed"}) }
+	s.TrackUploads(pipeline.UploadHooks{Before: func(key string) error { return j.AddUpload(daemon.Upload{Key: key, Job: "killed"}) }})
 	w, err := s.Create(context.Background(), "killed.ome.zarr/0/c/0/0/0")
 	must(t, err)
 	_, err = w.Write(make([]byte, 20<<20)) // more than a part (16 MiB by default): the upload starts

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/internal/faultproxy"
 	"github.com/zspool/zspool/internal/s3test"
 	"github.com/zspool/zspool/s3sink"
@@ -57,10 +58,10 @@ func (b *backend) flags(endpoint string, extra ...string) []string {
 
 func (b *backend) sink(t *testing.T, prefix string) *s3sink.Sink {
 	t.Helper()
-	s, err := s3sink.New(context.Background(), zap.NewNop(), s3sink.Config{
+	s, err := s3sink.New(context.Background(), zap.NewNop(), s3sink.Config{Destination: config.Destination{
 		URL: "s3://" + testBucket + "/" + prefix, Endpoint: b.srv.Endpoint, PathStyle: true,
 		CredentialsFile: b.creds, ConditionalWrites: "off",
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

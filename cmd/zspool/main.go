@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/zspool/zspool/engine"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
@@ -154,12 +155,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func cmdVersion(stdout io.Writer) error {
 	fmt.Fprintf(stdout, "zspool %s\n", buildVersion())
-	if gpuBuilt {
+	if engine.GPUBuilt {
 		fmt.Fprintln(stdout, "engines: cpu, gpu (CUDA)")
 	} else {
 		fmt.Fprintln(stdout, "engines: cpu (built without -tags cuda: no GPU engine)")
 	}
-	gpu, _ := gpuStatus()
+	gpu, _ := engine.GPUStatus()
 	fmt.Fprintf(stdout, "gpu: %s\n", gpu)
 	return nil
 }

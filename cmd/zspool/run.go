@@ -17,6 +17,7 @@ import (
 	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/daemon"
 	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/engine"
 	"github.com/zspool/zspool/pipeline"
 )
 
@@ -24,31 +25,19 @@ const defaultConfigPath = "/etc/zspool/zspool.yaml"
 
 // daemonOptions turns the config file into the daemon's options.
 func daemonOptions(c *config.Daemon) (daemon.Options, error) {
-	switch {
-	case c.Engine == "gpu" && !gpuBuilt:
-		return daemon.Options{}, fmt.Errorf("engine: gpu: this binary has no GPU engine (build with -tags cuda)")
-	case c.Engine != "auto" && c.Engine != "cpu" && c.Engine != "gpu":
-		return daemon.Options{}, fmt.Errorf("engine: %q is not one of auto, cpu, gpu", c.Engine)
+	if err := engine.Check(c.Engine); err != nil {
+		return daemon.Options{}, fmt.Errorf("engine: %w", err)
 	}
 	o := daemon.Options{
 		SpoolDir: c.SpoolDir, StateDir: c.StateDir, FailedDir: c.FailedDir,
 		Release: c.Release.Policy, ArchiveDir: c.Release.ArchiveDir,
-		Dest: destination.Spec{
-			URL: c.Destination.URL, Endpoint: c.Destination.Endpoint, Region: c.Destination.Region,
-			PathStyle: c.Destination.PathStyle, CABundle: c.Destination.CABundle, Profile: c.Destination.Profile,
-			CredentialsFile: c.Destination.CredentialsFile, PartSize: int64(c.Destination.PartSize),
-			PartsInFlight: c.Destination.MaxPartsInFlight, MaxAttempts: c.Retry.MaxAttempts,
-			MaxBackoff: time.Duration(c.Retry.MaxBackoff), NoRequestChecksums: c.Destination.NoRequestChecksums,
-			ConditionalWrites: c.Destination.ConditionalWrites,
-			StorageClass:      c.Destination.StorageClass, SSE: c.Destination.SSE, SSEKMSKeyID: c.Destination.SSEKMSKeyID,
-			Tags: c.Destination.Tags,
-		},
+		Dest:           destination.Config{Destination: c.Destination, Retry: c.Retry},
 		ConcurrentJobs: c.ConcurrentJobs, MemoryBudget: int64(c.MemoryBudget),
 		Settle: time.Duration(c.Settle), RescanInterval: time.Duration(c.RescanInterval),
 		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
 		JobBackoff:      time.Duration(c.Retry.JobBackoff), JobMaxBackoff: time.Duration(c.Retry.JobMaxBackoff),
 		Version: buildVersion(), ZstdEncoder: c.ZstdEncoder, ZstdChecksum: c.ZstdChecksum, Overwrite: c.Overwrite,
-		GPU:      plansGPU(c.Engine),
+		GPU: engine.PlansGPU(c.Engine), Engine: c.Engine,
 		Revision: buildRevision(), EngineName: c.Engine,
 		Announce: daemon.AnnounceOptions{Webhook: c.Notify.Webhook, Exec: c.Notify.Exec, Queue: c.Notify.Queue,
 			Timeout: time.Duration(c.Notify.Timeout)},
@@ -108,7 +97,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	go watchSignals(log, sigs, ctx.Done(), stop, func(code int) { _ = log.Sync(); os.Exit(code) })
-	opt.NewEngine = func(p *pipeline.Plan) (pipeline.Engine, error) { return newEngine(log, cfg.Engine, p) }
 	d, err := daemon.New(runCtx, log, opt)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
@@ -144,8 +132,8 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: 1, err: err}
 	}
 	fmt.Fprintf(stdout, "# %s: valid; effective configuration:\n%s", *path, cfg.Redacted())
-	if gpuBuilt {
-		desc, _ := gpuStatus()
+	if engine.GPUBuilt {
+		desc, _ := engine.GPUStatus()
 		fmt.Fprintf(stdout, "# engine %s; GPU: %s\n", cfg.Engine, desc)
 	} else {
 		fmt.Fprintf(stdout, "# engine %s; this binary has the CPU engine only\n", cfg.Engine)
@@ -179,7 +167,7 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func describeZstdEncoder(name string) string {
 	switch name {
 	case pipeline.EncoderDefault:
-		if gpuBuilt {
+		if engine.GPUBuilt {
 			return "the engine's default (klauspost on the CPU, the GPU's own encoder on the GPU)"
 		}
 		return "the engine's default (klauspost)"

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/zspool/zspool/destination"
-	"github.com/zspool/zspool/s3sink"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -18,8 +17,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("verify", "DATASET [--raw RAW]", stderr)
 	rawPath := fs.String("raw", "", "the acquisition's raw file: level 0 must equal it byte for byte")
 	quiet := fs.Bool("quiet", false, "no progress output")
-	var sf s3Flags
-	sf.register(fs)
+	df := newDestFlags(fs)
 	// verify only reads: the flags that shape writes would only clutter
 	// its help.
 	for _, name := range writeOnly {
@@ -32,10 +30,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return missingArgs(fs, stderr, "dataset argument (DIR/acq.ome.zarr or s3://bucket/prefix/acq.ome.zarr)")
 	}
 	log, _ := newLogger(stderr, "info")
-	sf.conditional = "off" // verify only reads: no probe object is written
+	df.dst.ConditionalWrites = "off" // verify only reads: no probe object is written
 	dataset := fs.Arg(0)
 	destSpec, root := destination.SplitDataset(dataset)
-	store, err := openDest(ctx, log, destSpec, &sf, s3sink.DefaultPartSize)
+	store, err := openDest(ctx, log, destSpec, df)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

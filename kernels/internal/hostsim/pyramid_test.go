@@ -14,6 +14,7 @@ import (
 	"github.com/zspool/zspool/kernels/internal/pyramid"
 	"github.com/zspool/zspool/kernels/internal/reference"
 	"github.com/zspool/zspool/pipeline"
+	cpuengine "github.com/zspool/zspool/pipeline/cpu"
 	"github.com/zspool/zspool/zarr"
 )
 
@@ -130,7 +131,7 @@ func simLevels(p *pipeline.Plan, raw []byte, first int64) ([]pipeline.LevelOutpu
 // cpuLevels is the CPU engine's chunk rows of levels ≥ 1 (codec none).
 func cpuLevels(t *testing.T, p *pipeline.Plan, raw []byte, first int64) []pipeline.LevelOutput {
 	t.Helper()
-	cpu, err := pipeline.NewCPU(p)
+	cpu, err := cpuengine.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}

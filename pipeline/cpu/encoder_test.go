@@ -1,9 +1,11 @@
-package pipeline_test
+package cpu_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
+	"github.com/zspool/zspool/pipeline/cpu"
 	"github.com/zspool/zspool/zarr"
 	"github.com/zspool/zspool/zstdlit"
 	"github.com/zspool/zspool/zstdlit/corpus"
@@ -50,7 +53,7 @@ func convertWith(t *testing.T, manifest, dest string, opts pipeline.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := pipeline.NewCPU(p)
+	eng, err := cpu.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +168,17 @@ func TestAnUnknownZstdEncoderIsRefusedNamingItAndTheChoices(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
+}
+
+func writeAcq(t *testing.T, dir string, manifest map[string]any, raw []byte) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "acq.raw"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(manifest)
+	p := filepath.Join(dir, "acq.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

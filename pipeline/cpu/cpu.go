@@ -1,29 +1,37 @@
-package pipeline
+// Package cpu is the CPU engine, the reference every other engine must
+// match byte for byte: workers scatter each chunk of a row out of the
+// dense frames into their scratch buffer and compress it, and pyramid
+// levels are computed from the level above (a cascade) as rows complete.
+package cpu
 
 import (
 	"context"
 	"time"
+
+	"github.com/zspool/zspool/pipeline"
 )
 
-// CPU is the reference engine: workers scatter each chunk of a row out of
-// the dense frames into their scratch buffer and compress it. Pyramid
-// levels are computed from the level above (a cascade) as rows complete.
-type CPU struct {
-	plan    *Plan
+var (
+	_ pipeline.Engine = (*Engine)(nil)
+)
+
+// Engine is the CPU engine for one plan.
+type Engine struct {
+	plan    *pipeline.Plan
 	levels  []*cpuLevel
-	red     *Reducer
+	red     *pipeline.Reducer
 	zdown   bool // dim 0 is downsampled: level l folds 2^l epochs a row
 	started bool
-	reduce  *meter
-	outs    []LevelOutput
+	reduce  *pipeline.Meter
+	outs    []pipeline.LevelOutput
 }
 
 // cpuLevel is one level's state: its row of dense frames being filled and,
 // for a z-stack, the frame that waits for its pair.
 type cpuLevel struct {
-	lv         Level
-	layout     *RowLayout
-	comp       *Compressor
+	lv         pipeline.Level
+	layout     *pipeline.RowLayout
+	comp       *pipeline.Compressor
 	inner      []int64 // shape of dims ≥ 1
 	half       []bool  // which inner dims this level halves
 	frameBytes int64
@@ -35,30 +43,27 @@ type cpuLevel struct {
 	hasPending bool
 }
 
-// NewCPU builds the CPU engine for a plan.
-func NewCPU(p *Plan) (*CPU, error) {
-	c := &CPU{plan: p, reduce: newMeter("downsample")}
+// New builds the CPU engine for a plan.
+func New(p *pipeline.Plan) (*Engine, error) {
+	c := &Engine{plan: p, reduce: pipeline.NewMeter("downsample")}
 	m := p.Manifest
 	c.zdown = len(p.Levels) > 1 && m.Dimensions[0].Downsampled()
 	if len(p.Levels) > 1 {
-		red, err := NewReducer(m)
+		red, err := pipeline.NewReducer(m)
 		if err != nil {
 			return nil, err
 		}
 		c.red = red
 	}
 	for i, lv := range p.Levels {
-		ll := NewRowLayout(lv.Grid)
-		comp, err := NewCompressor(p, p.ChunkBytes(lv), len(ll.Coords), "scatter")
+		ll := pipeline.NewRowLayout(lv.Grid)
+		comp, err := pipeline.NewCompressor(p, p.ChunkBytes(lv), len(ll.Coords), "scatter")
 		if err != nil {
 			c.Close()
 			return nil, err
 		}
 		cl := &cpuLevel{lv: lv, layout: ll, comp: comp, inner: lv.Grid.Shape[1:], rowCap: lv.Grid.Chunk[0]}
-		cl.frameBytes = int64(p.Elem)
-		for _, s := range cl.inner {
-			cl.frameBytes *= s
-		}
+		cl.frameBytes = lv.FrameBytes(p.Elem)
 		if i > 0 {
 			cl.half = make([]bool, len(cl.inner))
 			for d := range cl.inner {
@@ -66,7 +71,7 @@ func NewCPU(p *Plan) (*CPU, error) {
 			}
 			cl.row = make([]byte, cl.rowCap*cl.frameBytes)
 			if c.zdown {
-				cl.pending = make([]byte, p.Levels[i-1].frameBytes(p.Elem))
+				cl.pending = make([]byte, p.Levels[i-1].FrameBytes(p.Elem))
 			}
 		}
 		c.levels = append(c.levels, cl)
@@ -74,17 +79,9 @@ func NewCPU(p *Plan) (*CPU, error) {
 	return c, nil
 }
 
-func (l Level) frameBytes(elem int) int64 {
-	n := int64(elem)
-	for _, s := range l.Grid.Shape[1:] {
-		n *= s
-	}
-	return n
-}
-
 // rowsBefore is the number of level-l rows that precede level-0 epoch e:
 // a resumed conversion starts every level at a row boundary.
-func (c *CPU) rowsBefore(l int, e int64) int64 {
+func (c *Engine) rowsBefore(l int, e int64) int64 {
 	frames := e * c.plan.EpochFrames()
 	if c.zdown {
 		frames >>= l
@@ -94,7 +91,7 @@ func (c *CPU) rowsBefore(l int, e int64) int64 {
 
 // Encode compresses level 0's row for this epoch and every pyramid row
 // this epoch completes.
-func (c *CPU) Encode(ctx context.Context, e Epoch) ([]LevelOutput, error) {
+func (c *Engine) Encode(ctx context.Context, e pipeline.Epoch) ([]pipeline.LevelOutput, error) {
 	if !c.started {
 		for l := range c.levels {
 			c.levels[l].rowIndex = c.rowsBefore(l, e.Index)
@@ -116,7 +113,7 @@ func (c *CPU) Encode(ctx context.Context, e Epoch) ([]LevelOutput, error) {
 }
 
 // compressRow stores one row of level l from its dense frames.
-func (c *CPU) compressRow(ctx context.Context, l int, data []byte, frames int64) error {
+func (c *Engine) compressRow(ctx context.Context, l int, data []byte, frames int64) error {
 	cl := c.levels[l]
 	ll, g := cl.layout, cl.layout.Grid
 	err := cl.comp.Run(ctx, len(ll.Coords), int64(len(data)), func(i int, buf []byte) []byte {
@@ -137,7 +134,7 @@ func (c *CPU) compressRow(ctx context.Context, l int, data []byte, frames int64)
 // push feeds frames of level l−1 to level l: each frame (or, for a z-stack,
 // each pair of frames) reduces to one level-l frame; a full row is stored
 // and its frames go on to the next level.
-func (c *CPU) push(ctx context.Context, l int, data []byte, frames int64) error {
+func (c *Engine) push(ctx context.Context, l int, data []byte, frames int64) error {
 	cl, up := c.levels[l], c.levels[l-1]
 	for f := range frames {
 		frame := data[f*up.frameBytes : (f+1)*up.frameBytes]
@@ -161,7 +158,7 @@ func (c *CPU) push(ctx context.Context, l int, data []byte, frames int64) error 
 	return nil
 }
 
-func (c *CPU) reduceInto(cl, up *cpuLevel, srcs ...[]byte) {
+func (c *Engine) reduceInto(cl, up *cpuLevel, srcs ...[]byte) {
 	start := time.Now()
 	dst := cl.row[cl.rowFrames*cl.frameBytes : (cl.rowFrames+1)*cl.frameBytes]
 	c.red.Reduce(dst, srcs, up.inner, cl.inner, cl.half)
@@ -169,7 +166,7 @@ func (c *CPU) reduceInto(cl, up *cpuLevel, srcs ...[]byte) {
 	c.reduce.Add(int64(len(srcs))*up.frameBytes, time.Since(start))
 }
 
-func (c *CPU) emitRow(ctx context.Context, l int) error {
+func (c *Engine) emitRow(ctx context.Context, l int) error {
 	cl := c.levels[l]
 	data, frames := cl.row[:cl.rowFrames*cl.frameBytes], cl.rowFrames
 	if err := c.compressRow(ctx, l, data, frames); err != nil {
@@ -185,7 +182,7 @@ func (c *CPU) emitRow(ctx context.Context, l int) error {
 
 // Flush emits, level by level, a z-stack's unpaired last frame (reduced
 // from its true count of contributors) and every partial last row.
-func (c *CPU) Flush(ctx context.Context) ([]LevelOutput, error) {
+func (c *Engine) Flush(ctx context.Context) ([]pipeline.LevelOutput, error) {
 	c.outs = c.outs[:0]
 	for l := 1; l < len(c.levels); l++ {
 		cl := c.levels[l]
@@ -203,26 +200,26 @@ func (c *CPU) Flush(ctx context.Context) ([]LevelOutput, error) {
 }
 
 // Stages reports scatter and compress summed over levels, and downsample.
-func (c *CPU) Stages() []Stage {
-	var scatter, comp Stage
+func (c *Engine) Stages() []pipeline.Stage {
+	var scatter, comp pipeline.Stage
 	for _, cl := range c.levels {
 		st := cl.comp.Stages()
 		scatter = addStage(scatter, st[0])
 		comp = addStage(comp, st[1])
 	}
-	out := []Stage{scatter, comp}
+	out := []pipeline.Stage{scatter, comp}
 	if len(c.levels) > 1 {
 		out = append(out, c.reduce.Snapshot())
 	}
 	return out
 }
 
-func addStage(a, b Stage) Stage {
-	return Stage{Name: b.Name, Bytes: a.Bytes + b.Bytes, Busy: a.Busy + b.Busy, Best: max(a.Best, b.Best)}
+func addStage(a, b pipeline.Stage) pipeline.Stage {
+	return pipeline.Stage{Name: b.Name, Bytes: a.Bytes + b.Bytes, Busy: a.Busy + b.Busy, Best: max(a.Best, b.Best)}
 }
 
 // Close releases the encoders.
-func (c *CPU) Close() error {
+func (c *Engine) Close() error {
 	for _, cl := range c.levels {
 		if cl.comp != nil {
 			cl.comp.Close()

@@ -1,4 +1,4 @@
-package pipeline_test
+package cpu_test
 
 import (
 	"bytes"

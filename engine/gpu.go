@@ -1,6 +1,6 @@
 //go:build cuda
 
-package main
+package engine
 
 import (
 	"fmt"
@@ -9,11 +9,14 @@ import (
 	"github.com/zspool/zspool/pipeline"
 )
 
-// gpuBuilt says this binary has the GPU engine.
-const gpuBuilt = true
+// GPUBuilt says this binary has the GPU engine.
+const GPUBuilt = true
 
-// gpuStatus describes the GPU this process would use, and whether it can.
-func gpuStatus() (string, bool) {
+// errUnsupported marks a plan the GPU engine does not take.
+var errUnsupported = kernels.ErrUnsupported
+
+// GPUStatus describes the GPU this process would use, and whether it can.
+func GPUStatus() (string, bool) {
 	infos, err := kernels.Probe()
 	if err != nil {
 		return fmt.Sprintf("none usable (%v)", err), false
@@ -25,7 +28,7 @@ func gpuStatus() (string, bool) {
 	return s, true
 }
 
-func newGPUEngine(p *pipeline.Plan) (pipeline.Engine, error) {
+func newGPU(p *pipeline.Plan) (pipeline.Engine, error) {
 	eng, err := kernels.New(p)
 	if err != nil {
 		return nil, fmt.Errorf("GPU engine: %w", err)

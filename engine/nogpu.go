@@ -1,0 +1,22 @@
+//go:build !cuda
+
+package engine
+
+import (
+	"errors"
+
+	"github.com/zspool/zspool/pipeline"
+)
+
+// GPUBuilt says this binary has the GPU engine.
+const GPUBuilt = false
+
+var (
+	errNoGPUBuild  = errors.New("this build has no GPU engine (build with -tags cuda; see README.md, \"The GPU engine\")")
+	errUnsupported = errors.New("unsupported")
+)
+
+// GPUStatus describes the GPU this process would use, and whether it can.
+func GPUStatus() (string, bool) { return "not built in (build with -tags cuda)", false }
+
+func newGPU(*pipeline.Plan) (pipeline.Engine, error) { return nil, errNoGPUBuild }
