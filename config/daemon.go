@@ -184,13 +184,13 @@ const credentialsDirVar = "CREDENTIALS_DIRECTORY"
 // empty here and are filled in by validation.
 func defaultDaemon() Daemon {
 	return Daemon{
-		Destination:    Destination{}.WithDefaults(),
-		Engine:         DefaultEngine,
-		ConcurrentJobs: DefaultConcurrentJobs,
-		MemoryBudget:   DefaultMemoryBudget,
-		Settle:         DefaultSettle,
-		RescanInterval: DefaultRescanInterval,
-		Release:        Release{Policy: DefaultReleasePolicy},
+		Destination:     Destination{}.WithDefaults(),
+		Engine:          DefaultEngine,
+		ConcurrentJobs:  DefaultConcurrentJobs,
+		MemoryBudget:    DefaultMemoryBudget,
+		Settle:          DefaultSettle,
+		RescanInterval:  DefaultRescanInterval,
+		Release:         Release{Policy: DefaultReleasePolicy},
 		Retry:           Retry{}.WithDefaults(),
 		Metrics:         Metrics{Listen: DefaultMetricsListen},
 		Notify:          Notify{Queue: DefaultNotifyQueue, Timeout: DefaultNotifyTimeout},

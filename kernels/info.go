@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// ErrUnsupported marks plans the GPU engine does not take (pyramids, codecs
-// it has no path for): the caller may use the CPU engine instead.
+// ErrUnsupported marks plans the GPU engine does not take (a codec it has
+// no path for, a chunk too large for its encoder): engine.New falls back
+// to the CPU engine under auto.
 var ErrUnsupported = errors.New("not supported by the GPU engine")
 
 // Info describes a GPU.

@@ -7,7 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/zspool/zspool/localfs"
+	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/zarr"
 )
@@ -37,7 +38,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "wrote a synthetic acquisition: %s + %s\n", raw, manifest)
 
-	sink := localfs.New(dest)
+	sink, err := destination.Open(ctx, log, destination.Config{Destination: config.Destination{URL: dest}})
+	if err != nil {
+		return err
+	}
 	src, err := pipeline.OpenSource(manifest)
 	if err != nil {
 		return err

@@ -1,0 +1,230 @@
+//go:build cuda
+
+package kernels
+
+import (
+	"errors"
+	"fmt"
+
+	"gorgonia.org/cu"
+
+	"github.com/zspool/zspool/kernels/internal/layout"
+	"github.com/zspool/zspool/pipeline"
+)
+
+// The engine's memory: the per-level plan, and the device and pinned
+// buffers it allocates once and frees at Close.
+
+// planLevels lays out every pyramid level's reduction and buffers.
+func (e *Engine) planLevels() error {
+	p := e.plan
+	m := p.Manifest
+	e.levels = make([]*level, len(p.Levels))
+	if len(p.Levels) < 2 {
+		return nil
+	}
+	kind, err := layout.Kind(m.DType)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, ErrUnsupported)
+	}
+	method := ""
+	if m.Multiscale != nil {
+		method = m.Multiscale.Method
+	}
+	meth, err := layout.Method(method)
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, ErrUnsupported)
+	}
+	frameBytes := func(l int) int64 {
+		n := int64(p.Elem)
+		for _, s := range p.Levels[l].Grid.Shape[1:] {
+			n *= s
+		}
+		return n
+	}
+	for l := 1; l < len(p.Levels); l++ {
+		g := p.Levels[l].Grid
+		half := make([]bool, g.Rank()-1)
+		for d := range half {
+			half[d] = m.Dimensions[d+1].Downsampled()
+		}
+		red, err := layout.NewReduce(p.Levels[l-1].Grid.Shape[1:], g.Shape[1:], half, p.Elem, kind, meth, m.ByteOrder == "big")
+		if err != nil {
+			return err
+		}
+		lv := &level{index: l, ll: pipeline.NewRowLayout(g), frameBytes: frameBytes(l), inFrame: frameBytes(l - 1),
+			chunk: p.ChunkBytes(p.Levels[l]), maxFrames: e.pyr.MaxRows(l) * e.pyr.RowCap(l), red: red,
+			shapes: make(map[int64]*batchKernels)}
+		if int64(red.OutFrame) != lv.frameBytes || int64(red.InFrame) != lv.inFrame {
+			return fmt.Errorf("level %d: reduce of %d-byte frames into %d disagrees with the plan's %d into %d",
+				l, red.InFrame, red.OutFrame, lv.inFrame, lv.frameBytes)
+		}
+		e.levels[l] = lv
+	}
+	return nil
+}
+
+// allocate takes the engine's device and pinned memory, streams and
+// events. On the device goroutine.
+func (e *Engine) allocate() error {
+	in, out, keys := int64(e.full.InBytes), e.outBytes(e.full, e.chunk), int64(e.full.Keys)
+	chunks := int64(e.full.NChunks)
+	// The layout, flags, keys and sizes serve level 0 and every level's
+	// emissions: the largest of them sizes each.
+	layoutBytes, flagChunks, sizeKeys := int64(e.full.OutBytes()), chunks, keys
+	need := 2*in + 2*out + 2*8*(keys+1)
+	levelOut := make([]*layout.Params, len(e.levels))
+	for _, lv := range e.levels[1:] {
+		lp, err := layout.New(e.plan.Levels[lv.index].Grid, lv.maxFrames, e.plan.Elem)
+		if err != nil {
+			return fmt.Errorf("level %d: %w", lv.index, err)
+		}
+		levelOut[lv.index] = lp
+		layoutBytes = max(layoutBytes, int64(lp.OutBytes()))
+		flagChunks = max(flagChunks, int64(lp.NChunks))
+		sizeKeys = max(sizeKeys, int64(lp.Keys))
+		need += e.pyr.Capacity(lv.index)*lv.frameBytes + lv.inFrame + 2*e.outBytes(lp, lv.chunk) + 2*8*int64(lp.Keys+1)
+	}
+	need += layoutBytes + 4*flagChunks + 8*flagChunks + 8*sizeKeys
+	// Level chunks are never larger than level 0's (same shape, clamped).
+	if e.gpuZstd {
+		need += litScratchBytes(e.chunk, flagChunks)
+	}
+	if free, _, err := cu.MemInfo(); err == nil && need > free {
+		return fmt.Errorf("the engine needs %s of GPU memory, %s is free: lower dimensions[0].chunk",
+			pipeline.FormatBytes(need), pipeline.FormatBytes(free))
+	}
+	alloc := func(dst *cu.DevicePtr, n int64) error {
+		var err error
+		if *dst, err = cu.MemAlloc(max(n, 8)); err != nil {
+			return fmt.Errorf("allocate %s of GPU memory: %w", pipeline.FormatBytes(n), err)
+		}
+		return nil
+	}
+	pinned := func(dst *[]byte, n int64) error {
+		var err error
+		*dst, err = hostAlloc(n)
+		return err
+	}
+	for b := range 2 {
+		for _, step := range []error{
+			alloc(&e.dIn[b], in), alloc(&e.dOut[b], out), alloc(&e.dOffsets[b], 8*(keys+1)),
+			pinned(&e.staging[b], in), pinned(&e.hOut[b], out), pinned(&e.hOffsets[b], 8*(keys+1)),
+		} {
+			if step != nil {
+				return step
+			}
+		}
+	}
+	for _, step := range []error{
+		alloc(&e.dLayout, layoutBytes), alloc(&e.dFlags, 4*flagChunks), alloc(&e.dKeyOf, 8*flagChunks), alloc(&e.dSizes, 8*sizeKeys),
+	} {
+		if step != nil {
+			return step
+		}
+	}
+	for _, lv := range e.levels[1:] {
+		lp := levelOut[lv.index]
+		lo, lk := e.outBytes(lp, lv.chunk), int64(lp.Keys)
+		steps := []error{alloc(&lv.dRows, e.pyr.Capacity(lv.index)*lv.frameBytes), alloc(&lv.dPending, lv.inFrame)}
+		for b := range 2 {
+			steps = append(steps, alloc(&lv.dOut[b], lo), alloc(&lv.dOffsets[b], 8*(lk+1)),
+				pinned(&lv.hOut[b], lo), pinned(&lv.hOffsets[b], 8*(lk+1)))
+		}
+		for _, step := range steps {
+			if step != nil {
+				return fmt.Errorf("level %d: %w", lv.index, step)
+			}
+		}
+		var err error
+		if lv.rk, err = e.dev.prepareReduce(lv.red); err != nil {
+			return fmt.Errorf("level %d: %w", lv.index, err)
+		}
+	}
+	var err error
+	if e.gpuZstd {
+		if e.lit, err = allocLit(e.chunk, flagChunks, e.litOpt); err != nil {
+			return err
+		}
+	}
+	for _, s := range []*cu.Stream{&e.h2d, &e.compute, &e.d2h} {
+		if *s, err = cu.MakeStream(cu.NonBlocking); err != nil {
+			return fmt.Errorf("create stream: %w", err)
+		}
+	}
+	for i := range e.ev {
+		for _, x := range e.ev[i].all() {
+			if *x, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+				return fmt.Errorf("create event: %w", err)
+			}
+		}
+	}
+	for i := range e.inflight {
+		e.inflight[i].offsets = make([]uint64, keys+1)
+	}
+	return nil
+}
+
+// outBytes is the size of an output buffer for a batch of layout lp:
+// its chunks, or their largest frames when the GPU encodes.
+func (e *Engine) outBytes(lp *layout.Params, chunk int64) int64 {
+	if e.gpuZstd {
+		return int64(lp.NChunks) * LitFrameBound(chunk, e.litOpt)
+	}
+	return int64(lp.OutBytes())
+}
+
+// free releases what allocate took, once the streams are idle. On the
+// device goroutine.
+func (e *Engine) free() error {
+	var errs []error
+	for _, s := range []*cu.Stream{&e.h2d, &e.compute, &e.d2h} {
+		if *s != (cu.Stream{}) {
+			errs = append(errs, s.Synchronize(), s.Destroy())
+		}
+	}
+	for i := range e.ev {
+		for _, x := range e.ev[i].all() {
+			if *x != (cu.Event{}) {
+				errs = append(errs, cu.DestroyEvent(x))
+			}
+		}
+	}
+	ptrs := []*cu.DevicePtr{&e.dLayout, &e.dFlags, &e.dKeyOf, &e.dSizes}
+	hosts := []*[]byte{}
+	for b := range 2 {
+		ptrs = append(ptrs, &e.dIn[b], &e.dOut[b], &e.dOffsets[b])
+		hosts = append(hosts, &e.staging[b], &e.hOut[b], &e.hOffsets[b])
+	}
+	for _, bk := range e.shapes {
+		ptrs = append(ptrs, &bk.dParams)
+	}
+	for _, lv := range e.levels[1:] {
+		ptrs = append(ptrs, &lv.dRows, &lv.dPending)
+		for b := range 2 {
+			ptrs = append(ptrs, &lv.dOut[b], &lv.dOffsets[b])
+			hosts = append(hosts, &lv.hOut[b], &lv.hOffsets[b])
+		}
+		for _, bk := range lv.shapes {
+			ptrs = append(ptrs, &bk.dParams)
+		}
+		if lv.rk != nil {
+			ptrs = append(ptrs, &lv.rk.dParams)
+		}
+	}
+	for _, h := range hosts {
+		errs = append(errs, hostFree(*h))
+		*h = nil
+	}
+	if e.lit != nil {
+		e.lit.free()
+		e.lit = nil
+	}
+	for _, p := range ptrs {
+		if *p != 0 {
+			errs = append(errs, cu.MemFree(*p))
+			*p = 0
+		}
+	}
+	return errors.Join(errs...)
+}
