@@ -35,22 +35,15 @@ type Sink struct {
 	parts       sync.Pool // *[]byte of PartSize
 	conditional bool      // send If-None-Match: * on PutObject and CompleteMultipartUpload
 
-	hooks UploadHooks
+	hooks pipeline.UploadHooks
 }
 
-// UploadHooks see every multipart upload about to start, started and
-// finished (completed or aborted): a journal records intents and open
-// upload ids so a crashed job's uploads can be aborted on restart. An
-// error from Before fails the write before anything is created. Each may
-// be nil.
-type UploadHooks = struct {
-	Before  func(key string) error
-	Started func(key, uploadID string)
-	Done    func(key, uploadID string)
-}
+// The S3 store states its limits to the planner.
+var _ pipeline.Limiter = (*Sink)(nil)
 
-// TrackUploads sets the hooks; call it before the first write.
-func (s *Sink) TrackUploads(h UploadHooks) { s.hooks = h }
+// TrackUploads sets the hooks that see every multipart upload about to
+// start, started and finished; call it before the first write.
+func (s *Sink) TrackUploads(h pipeline.UploadHooks) { s.hooks = h }
 
 // ErrConfig marks options that can never work (a bad URL, a missing CA
 // bundle or credentials file), as opposed to a destination that did not

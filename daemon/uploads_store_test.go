@@ -1,0 +1,7 @@
+package daemon
+
+import "github.com/zspool/zspool/s3sink"
+
+// The S3 store is the one that leaves pending uploads: the daemon must see
+// it as an uploadStore, or it would never sweep them.
+var _ uploadStore = (*s3sink.Sink)(nil)
