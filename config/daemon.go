@@ -41,7 +41,7 @@ type Daemon struct {
 	ZstdChecksum    bool        `yaml:"zstd_checksum"`          // default false: append each zstd frame's XXH64 content checksum
 	Overwrite       bool        `yaml:"overwrite"`              // default false: refuse an acquisition whose dataset already exists at the destination
 	ConcurrentJobs  int         `yaml:"concurrent_jobs"`        // default 1, 1…64: raw files converted at once
-	MemoryBudget    Size        `yaml:"memory_budget"`          // default 768 MiB, ≥ 64 MiB: the working set a plan may use
+	MemoryBudget    Size        `yaml:"memory_budget"`          // default an eighth of the host's memory (cgroup limit, else RAM), at least 768 MiB; ≥ 64 MiB: the working set a plan may use
 	Settle          Duration    `yaml:"settle"`                 // default 30s, 0…24h: how long a file must be unchanged before it is claimed
 	RescanInterval  Duration    `yaml:"rescan_interval"`        // default 60s, 1s…24h: full rescan of the spool beside change notifications
 	Release         Release     `yaml:"release"`                // what happens to a raw file once its dataset is stored
@@ -137,7 +137,6 @@ const (
 	DefaultEngine          = "auto"
 	DefaultConcurrentJobs  = 1
 	MaxConcurrentJobs      = 64
-	DefaultMemoryBudget    = 768 * MiB
 	MinMemoryBudget        = 64 * MiB
 	DefaultSettle          = Duration(30 * time.Second)
 	MaxSettle              = Duration(24 * time.Hour)
@@ -187,7 +186,7 @@ func defaultDaemon() Daemon {
 		Destination:     Destination{}.WithDefaults(),
 		Engine:          DefaultEngine,
 		ConcurrentJobs:  DefaultConcurrentJobs,
-		MemoryBudget:    DefaultMemoryBudget,
+		MemoryBudget:    DefaultMemoryBudget(),
 		Settle:          DefaultSettle,
 		RescanInterval:  DefaultRescanInterval,
 		Release:         Release{Policy: DefaultReleasePolicy},

@@ -185,7 +185,7 @@ func TestEveryDaemonDefault(t *testing.T) {
 		{"zstd_encoder defaults to the engine's own (empty)", d.ZstdEncoder, ""},
 		{"zstd frames carry no checksum by default", d.ZstdChecksum, false},
 		{"concurrent_jobs defaults to 1", d.ConcurrentJobs, 1},
-		{"memory_budget defaults to 768 MiB", d.MemoryBudget, 768 * MiB},
+		{"memory_budget defaults to an eighth of the host, at least 768 MiB", d.MemoryBudget, DefaultMemoryBudget()},
 		{"settle defaults to 30s", d.Settle, Duration(30 * time.Second)},
 		{"rescan_interval defaults to 60s", d.RescanInterval, Duration(60 * time.Second)},
 		{"the region defaults to us-east-1", d.Destination.Region, "us-east-1"},
@@ -601,7 +601,7 @@ func TestRedactedReadsBackToTheSameConfig(t *testing.T) {
 
 func TestRedactedShowsReadableUnits(t *testing.T) {
 	out := mustParseDaemon(t, minimalDaemonConfig).Redacted()
-	for _, want := range []string{"memory_budget: 768 MiB\n", "settle: 30s\n", "rescan_interval: 1m\n", "part_size: 16 MiB\n", "archive_dir: /srv/state/archive\n", "  region: us-east-1\n"} {
+	for _, want := range []string{"memory_budget: " + DefaultMemoryBudget().String() + "\n", "settle: 30s\n", "rescan_interval: 1m\n", "part_size: 16 MiB\n", "archive_dir: /srv/state/archive\n", "  region: us-east-1\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Redacted lacks %q:\n%s", want, out)
 		}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/destination"
+	"github.com/zspool/zspool/engine"
 	"github.com/zspool/zspool/pipeline"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	// Engine is the config's engine: auto, cpu or gpu (engine.New); empty
 	// is cpu.
 	Engine string
+	// Devices keeps the GPU context open across jobs; nil opens one per
+	// job. The caller closes it after Run returns.
+	Devices *engine.Devices
 	// NewEngine, when set, makes the engine for a job's plan in place of
 	// engine.New (tests wrap engines). An error is taken as transient (a
 	// GPU busy or gone) unless it is an InputError.

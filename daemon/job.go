@@ -184,7 +184,7 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 	}
 	var layers int64
 	res, err := engine.Convert(ctx, log, src, d.dest, engine.Run{
-		Kind: kind, Options: opts, New: d.opt.NewEngine,
+		Kind: kind, Options: opts, New: d.opt.NewEngine, Devices: d.opt.Devices,
 		Convert: pipeline.ConvertOptions{
 			Version: d.opt.Version,
 			LayerDone: func(resume int64) error {

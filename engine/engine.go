@@ -55,13 +55,16 @@ func PlansGPU(kind string) bool {
 // build has the GPU engine, a GPU is usable and the engine takes the plan;
 // otherwise, and with a warning when the GPU was there but failed, the
 // CPU, re-planned for the CPU's memory.
-func New(log *zap.Logger, kind string, p *pipeline.Plan) (pipeline.Engine, error) {
+//
+// devs, when not nil, keeps the GPU context across calls (a daemon's
+// jobs); nil opens and closes one per engine.
+func New(log *zap.Logger, kind string, p *pipeline.Plan, devs *Devices) (pipeline.Engine, error) {
 	if kind == GPU {
-		return newGPU(p)
+		return newGPU(p, devs)
 	}
 	if kind == Auto && GPUBuilt {
 		if desc, ok := GPUStatus(); ok {
-			eng, err := newGPU(p)
+			eng, err := newGPU(p, devs)
 			if err == nil {
 				log.Debug("engine", zap.String("gpu", desc))
 				return eng, nil

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/zspool/zspool/kernels"
 	"github.com/zspool/zspool/pipeline"
@@ -28,10 +29,54 @@ func GPUStatus() (string, bool) {
 	return s, true
 }
 
-func newGPU(p *pipeline.Plan) (pipeline.Engine, error) {
-	eng, err := kernels.New(p)
+func newGPU(p *pipeline.Plan, devs *Devices) (pipeline.Engine, error) {
+	var eng *kernels.Engine
+	var err error
+	if devs == nil {
+		eng, err = kernels.New(p)
+	} else {
+		var dev *kernels.Device
+		if dev, err = devs.gpu(); err == nil {
+			eng, err = kernels.NewEngine(dev, p)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("GPU engine: %w", err)
 	}
 	return eng, nil
+}
+
+// Devices keeps the GPU's context — and the kernels loaded into it — open
+// across plans, so that a daemon makes them once and not per job. The
+// zero value is ready; Close releases what it opened. Each engine still
+// allocates its own buffers for its plan.
+type Devices struct {
+	mu  sync.Mutex
+	dev *kernels.Device
+}
+
+func (d *Devices) gpu() (*kernels.Device, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dev == nil {
+		dev, err := kernels.Open(0)
+		if err != nil {
+			return nil, err
+		}
+		d.dev = dev
+	}
+	return d.dev, nil
+}
+
+// Close closes the GPU context, if one was opened. Every engine built on
+// it must be closed first.
+func (d *Devices) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dev == nil {
+		return nil
+	}
+	err := d.dev.Close()
+	d.dev = nil
+	return err
 }

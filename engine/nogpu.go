@@ -19,4 +19,11 @@ var (
 // GPUStatus describes the GPU this process would use, and whether it can.
 func GPUStatus() (string, bool) { return "not built in (build with -tags cuda)", false }
 
-func newGPU(*pipeline.Plan) (pipeline.Engine, error) { return nil, errNoGPUBuild }
+func newGPU(*pipeline.Plan, *Devices) (pipeline.Engine, error) { return nil, errNoGPUBuild }
+
+// Devices keeps a GPU context open across plans; this build has none to
+// keep.
+type Devices struct{}
+
+// Close releases nothing.
+func (*Devices) Close() error { return nil }

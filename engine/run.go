@@ -20,6 +20,8 @@ type Run struct {
 	// sets its first layer; bench places frames in the engine's staging
 	// buffers). An error stops the run.
 	Ready func(p *pipeline.Plan, eng pipeline.Engine, co *pipeline.ConvertOptions) error
+	// Devices, when set, keeps the GPU context across runs (New).
+	Devices *Devices
 	// New overrides the engine New would build (tests wrap engines).
 	New func(*pipeline.Plan) (pipeline.Engine, error)
 }
@@ -40,7 +42,7 @@ func Convert(ctx context.Context, log *zap.Logger, src *pipeline.Source, store p
 	}
 	newEngine := r.New
 	if newEngine == nil {
-		newEngine = func(p *pipeline.Plan) (pipeline.Engine, error) { return New(log, r.Kind, p) }
+		newEngine = func(p *pipeline.Plan) (pipeline.Engine, error) { return New(log, r.Kind, p, r.Devices) }
 	}
 	eng, err := newEngine(p)
 	if err != nil {
@@ -55,6 +57,9 @@ func Convert(ctx context.Context, log *zap.Logger, src *pipeline.Source, store p
 	}
 	log.Debug("plan", zap.String("dataset", p.Root()), zap.Int("levels", len(p.Levels)),
 		zap.Int64("epochs", p.Epochs()), zap.Int64("shard_layers", p.ShardLayers()),
-		zap.Stringer("working_set", p.WorkingSet))
+		zap.String("memory_budget", pipeline.FormatBytes(p.Options.MemoryBudget)),
+		zap.Stringer("working_set", p.WorkingSet), zap.Int("workers", p.Options.Workers),
+		zap.Int("layers_in_flight", p.Store.LayersInFlight), zap.String("store_queue", pipeline.FormatBytes(p.Store.QueueBytes)),
+		zap.String("store_fixed", pipeline.FormatBytes(p.Options.Limits.Fixed)))
 	return pipeline.Convert(ctx, log, src, p, eng, store, co)
 }

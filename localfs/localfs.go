@@ -258,5 +258,9 @@ func (d *Dir) RemoveAll(_ context.Context, prefix string) error {
 		}
 	}
 	d.mu.Unlock()
-	return syncDir(filepath.Dir(p))
+	if err := syncDir(filepath.Dir(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// Nothing was there: nothing to make durable.
+	return nil
 }

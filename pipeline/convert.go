@@ -46,6 +46,9 @@ type Result struct {
 	BytesOut int64 // shard objects and metadata documents
 	Elapsed  time.Duration
 	Stages   []Stage
+	// PeakShards is the most shard objects that were being written or
+	// committed at once.
+	PeakShards int
 }
 
 // Ratio is input over output bytes.
@@ -83,7 +86,7 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 		res.BytesOut += int64(len(doc))
 	}
 
-	asm := NewAssembler(p, sink)
+	asm := NewAssembler(ctx, p, sink)
 	asm.LayerDone = resumeTracker(p, opts.FirstLayer, opts.LayerDone)
 	first := opts.FirstLayer * p.Levels[0].Grid.Shard[0]
 	var staging [][]byte
@@ -139,6 +142,11 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 			return fail(err)
 		}
 	}
+	// The group document is the commit point: every shard must be
+	// committed and recorded first.
+	if err := asm.Wait(); err != nil {
+		return fail(err)
+	}
 	doc, err := p.GroupDocument(Provenance{Version: opts.Version, Manifest: src.ManifestName, Data: src.RawName, Bytes: src.RawSize})
 	if err != nil {
 		return nil, err
@@ -155,7 +163,8 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	res.BytesOut += asm.Written() + int64(len(doc))
 	res.Elapsed = time.Since(start)
 	res.Stages = append([]Stage{read.Snapshot()}, eng.Stages()...)
-	res.Stages = append(res.Stages, asm.Stage())
+	res.Stages = append(res.Stages, asm.Stages()...)
+	res.PeakShards = asm.PeakShards()
 	return res, nil
 }
 

@@ -16,7 +16,6 @@ import (
 
 // Defaults for the knobs a plan is checked against.
 const (
-	DefaultMemoryBudget = 768 << 20
 	// encoderOverhead is what one pooled zstd encoder holds besides its
 	// output (history and tables of the fastest levels), measured loosely.
 	encoderOverhead = 4 << 20
@@ -90,7 +89,7 @@ func CheckZstdEncoder(name string) error {
 
 func (o Options) withDefaults() Options {
 	if o.MemoryBudget == 0 {
-		o.MemoryBudget = DefaultMemoryBudget
+		o.MemoryBudget = int64(config.DefaultMemoryBudget())
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -121,6 +120,10 @@ type Plan struct {
 	FrameBytes int64 // bytes of one dim-0 slice in the raw file
 	Levels     []Level
 	WorkingSet WorkingSet
+	// Store is how the assembler feeds the store: what the budget leaves
+	// beyond the smallest working set buys shard layers in flight and a
+	// queue of row copies.
+	Store StorePlan
 }
 
 // WorkingSet is the planner's memory estimate, by part.
@@ -130,14 +133,25 @@ type WorkingSet struct {
 	Compressed int64 // one epoch of compressed chunks per level (the GPU engine: two, in pinned memory)
 	Shards     int64 // open shards × the sink's per-shard buffer, and its parts in flight
 	Runtime    int64 // the process beside its buffers
+	// Overlap is what the plan spends beyond the smallest working set so
+	// the store works beside the engine (Plan.Store): the queue of row
+	// copies and the open shards of the extra layers in flight.
+	Overlap int64
 }
 
 // Total is the sum of all parts.
-func (w WorkingSet) Total() int64 { return w.Staging + w.Chunks + w.Compressed + w.Shards + w.Runtime }
+func (w WorkingSet) Total() int64 { return w.Minimum() + w.Overlap }
+
+// Minimum is the working set with no overlap: what the plan cannot run
+// without.
+func (w WorkingSet) Minimum() int64 {
+	return w.Staging + w.Chunks + w.Compressed + w.Shards + w.Runtime
+}
 
 func (w WorkingSet) String() string {
-	return fmt.Sprintf("%s (staging %s, chunk buffers %s, compressed %s, sink %s, runtime %s)",
-		FormatBytes(w.Total()), FormatBytes(w.Staging), FormatBytes(w.Chunks), FormatBytes(w.Compressed), FormatBytes(w.Shards), FormatBytes(w.Runtime))
+	return fmt.Sprintf("%s (staging %s, chunk buffers %s, compressed %s, sink %s, runtime %s, overlap %s)",
+		FormatBytes(w.Total()), FormatBytes(w.Staging), FormatBytes(w.Chunks), FormatBytes(w.Compressed), FormatBytes(w.Shards),
+		FormatBytes(w.Runtime), FormatBytes(w.Overlap))
 }
 
 // NewPlan checks a parsed manifest against the raw file's size and the
@@ -193,14 +207,51 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 	return p, nil
 }
 
-// budget estimates the working set and refuses it above the budget.
+// budget estimates the smallest working set — one shard layer per level
+// in flight, rows written as they come — and refuses it above the budget;
+// what is left buys overlap (sizeStore).
 func (p *Plan) budget() error {
+	p.Store = StorePlan{LayersInFlight: 1}
 	p.WorkingSet = p.estimate()
 	if p.WorkingSet.Total() > p.Options.MemoryBudget {
 		return fmt.Errorf("working set %s exceeds memory_budget %s: raise memory_budget, or lower dimensions[0].chunk (each epoch is %s)",
 			p.WorkingSet, FormatBytes(p.Options.MemoryBudget), FormatBytes(p.EpochBytes()))
 	}
+	p.sizeStore(p.Options.MemoryBudget - p.WorkingSet.Total())
 	return nil
+}
+
+// Bounds of the store's overlap: more layers than this in flight, or more
+// queued than this, buys nothing measurable.
+const (
+	maxLayersInFlight = 4
+	maxQueueRows      = 8
+	maxQueueBytes     = 1 << 30
+)
+
+// sizeStore spends spare bytes of the budget on overlap: first a queue of
+// row copies (at least the largest row, or none), so the store writes
+// beside the engine; then more shard layers in flight, each as much as
+// one layer of open shards holds. A larger budget never buys less.
+func (p *Plan) sizeStore(spare int64) {
+	var row, layer int64
+	for _, l := range p.Levels {
+		row = max(row, ChunksPerEpoch(l.Grid)*CompressBound(p.ChunkBytes(l)))
+		layer += ShardsPerLayer(l.Grid) * (p.Options.Limits.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
+	}
+	q := min(spare/2, maxQueueRows*row, maxQueueBytes)
+	if q < row {
+		q = 0
+	}
+	spare -= q
+	extra := int64(0)
+	if layer > 0 {
+		extra = min(spare/layer, maxLayersInFlight-1)
+	} else {
+		extra = maxLayersInFlight - 1
+	}
+	p.Store = StorePlan{LayersInFlight: 1 + int(extra), QueueBytes: q}
+	p.WorkingSet.Overlap = q + extra*layer
 }
 
 // FrameBytes is the size of one level frame: a slice of the level's

@@ -81,7 +81,7 @@ func TestPlanRefusesShardsBeyondTenThousandParts(t *testing.T) {
 func TestPlanRefusesAWorkingSetOverTheMemoryBudget(t *testing.T) {
 	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
 		{"name":"t","size":64,"chunk":64},{"name":"y","size":2048,"chunk":256},{"name":"x","size":2048,"chunk":256}]}`)
-	_, err := NewPlan(m, "acq.raw", 64*2048*2048*2, Options{})
+	_, err := NewPlan(m, "acq.raw", 64*2048*2048*2, Options{MemoryBudget: 768 << 20})
 	if err == nil || !strings.Contains(err.Error(), "memory_budget") || !strings.Contains(err.Error(), "dimensions[0].chunk") {
 		t.Fatalf("err = %v, want a refusal naming memory_budget and dimensions[0].chunk", err)
 	}
@@ -162,8 +162,36 @@ func TestTheWorkingSetCountsTheBuffersOfTheEngineItIsPlannedFor(t *testing.T) {
 		t.Errorf("ForCPU gave %v (GPU %v), want the CPU plan's %v and the GPU plan untouched", back.WorkingSet, back.Options.GPU, cpu.WorkingSet)
 	}
 	tight := gpuOpts
-	tight.MemoryBudget = gpu.WorkingSet.Total()
+	tight.MemoryBudget = gpu.WorkingSet.Minimum()
 	if _, err := plan(tight).ForCPU(); err == nil || !strings.Contains(err.Error(), "memory_budget") {
 		t.Errorf("ForCPU within a budget only the GPU plan fits: err %v, want a memory_budget refusal", err)
+	}
+}
+
+func TestSpareBudgetBuysOverlapAndMoreNeverBuysLess(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
+		{"name":"t","size":64,"chunk":16,"shard":1},{"name":"y","size":2048,"chunk":256,"shard":8},{"name":"x","size":2048,"chunk":256,"shard":8}]}`)
+	s3 := Limits{ShardBuffer: 16 << 20, Fixed: 8 * 16 << 20}
+	var last StorePlan
+	var lastMin int64
+	for i, budget := range []int64{600 << 20, 768 << 20, 1 << 30, 4 << 30, 64 << 30} {
+		p, err := NewPlan(m, "acq.raw", 64*2048*2048*2, Options{MemoryBudget: budget, Workers: 2, Limits: s3})
+		if err != nil {
+			t.Fatalf("budget %s: %v", FormatBytes(budget), err)
+		}
+		st := p.Store
+		if p.WorkingSet.Total() > budget {
+			t.Errorf("budget %s: working set %v is over it", FormatBytes(budget), p.WorkingSet)
+		}
+		if i > 0 && (st.LayersInFlight < last.LayersInFlight || st.QueueBytes < last.QueueBytes) {
+			t.Errorf("budget %s bought %+v, less than the smaller budget's %+v", FormatBytes(budget), st, last)
+		}
+		if i > 0 && p.WorkingSet.Minimum() != lastMin {
+			t.Errorf("the smallest working set changed with the budget: %d, then %d", lastMin, p.WorkingSet.Minimum())
+		}
+		last, lastMin = st, p.WorkingSet.Minimum()
+	}
+	if last.LayersInFlight < 2 || last.QueueBytes == 0 {
+		t.Errorf("64 GiB bought %+v: want a queue and more than one layer in flight", last)
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/config"
+	"github.com/zspool/zspool/destination"
 	"github.com/zspool/zspool/engine"
-	"github.com/zspool/zspool/internal/synth"
 	"github.com/zspool/zspool/kernels"
 	"github.com/zspool/zspool/pipeline"
 )
@@ -26,22 +26,25 @@ import (
 // side×side uint16 camera data, chunked depth×chunk×chunk.
 type benchSpec struct {
 	frames, side, chunk, depth int64
+	shard                      int64 // chunks per shard along y and x; 0: the manifest's default
 	codec                      string
 	level                      int
 	multiscale                 bool // a mean pyramid over y and x, default levels
+	data                       *frameSource
 }
 
-func (b benchSpec) frameBytes() int64 { return b.side * b.side * 2 }
+func (b benchSpec) frameBytes() int64 { return b.side * b.side * int64(b.data.elem) }
 
 // manifest is the acquisition's manifest document.
 func (b benchSpec) manifest(data string) ([]byte, error) {
+	y := map[string]any{"name": "y", "type": "space", "size": b.side, "chunk": min(b.chunk, b.side), "unit": "micrometer", "scale": 0.65}
+	x := map[string]any{"name": "x", "type": "space", "size": b.side, "chunk": min(b.chunk, b.side), "unit": "micrometer", "scale": 0.65}
+	if b.shard > 0 {
+		y["shard"], x["shard"] = b.shard, b.shard
+	}
 	m := map[string]any{
-		"version": 1, "data": data, "dtype": "uint16", "name": "bench",
-		"dimensions": []map[string]any{
-			{"name": "t", "type": "time", "size": 0, "chunk": b.depth},
-			{"name": "y", "type": "space", "size": b.side, "chunk": min(b.chunk, b.side), "unit": "micrometer", "scale": 0.65},
-			{"name": "x", "type": "space", "size": b.side, "chunk": min(b.chunk, b.side), "unit": "micrometer", "scale": 0.65},
-		},
+		"version": 1, "data": data, "dtype": b.data.dtype, "name": "bench",
+		"dimensions":  []map[string]any{{"name": "t", "type": "time", "size": 0, "chunk": b.depth}, y, x},
 		"compression": map[string]any{"codec": b.codec, "level": b.level},
 		"attributes":  map[string]any{"instrument": "zspool synthetic camera"},
 	}
@@ -71,6 +74,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	depth := fs.Int64("depth", 0, "frames per chunk along t, i.e. per epoch (0: 1 on the CPU, 16 on the GPU)")
 	codec := fs.String("codec", "zstd", "zstd or none")
 	level := fs.Int("level", 1, "zstd level")
+	data := fs.String("data", "camera", "camera (bright cells: shot noise on structure, read noise, a 100 ADU offset, drift and bleaching), dim (sparse dim signal), flat (shot-noise-limited flat field), 8bit (uint8 camera), mix (the old bench mix: gaussian, uniform and constant frames), or FILE: a raw file of --frame×--frame uint16 frames")
+	shard := fs.Int64("shard", 0, "chunks per shard along y and x (0: the manifest's default)")
+	destURL := fs.String("dest", "", "write the dataset here (a directory or s3://bucket/prefix; bench.ome.zarr is replaced on every pass), as convert does; empty: a sink that keeps nothing, the engine's figure alone")
+	df := newDestFlags(fs)
 	source := fs.String("source", "", "file: convert a synthetic raw file; pinned (GPU): synthetic frames placed in the engine's pinned staging buffers, no file (default: pinned on the GPU engine unless --zstd-encoder klauspost with --codec zstd, file otherwise)")
 	keep := fs.String("keep", "", "write the synthetic raw file here and keep it (to compare other tools on the same bytes)")
 	multiscale := fs.Bool("multiscale", false, "convert twice, level 0 alone and with a mean pyramid over y and x (default levels), and report the pyramid's end-to-end rate against the single-level one")
@@ -92,7 +99,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		kind = engine.GPU
 	}
 	opts.GPU = kind == "gpu"
-	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, codec: *codec, level: *level, multiscale: *multiscale}
+	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, shard: *shard, codec: *codec, level: *level, multiscale: *multiscale}
+	if spec.data, err = newFrameSource(*data, *frame); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--data: %w", err)}
+	}
 	if spec.depth <= 0 {
 		spec.depth = 1
 		if kind == "gpu" {
@@ -100,6 +110,25 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	spec.frames = max(1, total/spec.frameBytes())
+	if spec.data.file != "" {
+		fi, err := os.Stat(spec.data.file)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--data: %w", err)}
+		}
+		if fi.Size() < spec.frameBytes() || fi.Size()%spec.frameBytes() != 0 {
+			return &exitError{code: 2, err: fmt.Errorf("--data %s: %d bytes is not a whole number of %d×%d %s frames (--frame)", spec.data.file, fi.Size(), spec.side, spec.side, spec.data.dtype)}
+		}
+		spec.frames = fi.Size() / spec.frameBytes()
+	}
+	log, _ := newLogger(stderr, "info")
+	var sink pipeline.Sink = &pipeline.Discard{}
+	if *destURL != "" {
+		store, err := openDest(ctx, log, *destURL, df)
+		if err != nil {
+			return destError(err)
+		}
+		sink = store
+	}
 	src := *source
 	if src == "" {
 		// Pinned when the GPU does all the work on the bytes (codec none,
@@ -110,13 +139,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			src = "pinned"
 		}
 	}
-	log, _ := newLogger(stderr, "info")
+	if src == "pinned" && spec.data.file != "" {
+		return &exitError{code: 2, err: fmt.Errorf("--source pinned places generated frames; --data FILE needs --source file")}
+	}
 	var rates []float64
 	switch src {
 	case "file":
-		rates, err = benchFile(ctx, log, spec, kind, opts, *keep, stdout, stderr)
+		rates, err = benchFile(ctx, log, spec, kind, opts, sink, *keep, stdout, stderr)
 	case "pinned":
-		rates, err = benchPinned(ctx, log, spec, kind, opts, stdout)
+		rates, err = benchPinned(ctx, log, spec, kind, opts, sink, stdout)
 	default:
 		return &exitError{code: 2, err: fmt.Errorf("--source: %q is not file or pinned", src)}
 	}
@@ -133,7 +164,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // benchFile converts a synthetic raw file written to disk first, the way
 // `zspool convert` reads one, into a sink that keeps nothing: once per
 // pass, each pass's end-to-end rate returned.
-func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, keep string, stdout, stderr io.Writer) ([]float64, error) {
+func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, sink pipeline.Sink, keep string, stdout, stderr io.Writer) ([]float64, error) {
 	dir, err := os.MkdirTemp("", "zspool-bench-")
 	if err != nil {
 		return nil, err
@@ -143,18 +174,30 @@ func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string
 	if keep != "" {
 		raw = keep
 	}
-	bar := newProgress(stderr, log, "generating", spec.frames*spec.frameBytes(), false)
-	err = writeSynthetic(ctx, raw, spec.frames, spec.side, spec.side, bar.Set)
-	bar.Done()
-	if err != nil {
-		return nil, err
+	if spec.data.file != "" {
+		// The manifest beside the raw file names it by its base name.
+		raw = filepath.Join(dir, "bench.raw")
+		abs, err := filepath.Abs(spec.data.file)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(abs, raw); err != nil {
+			return nil, err
+		}
+	} else {
+		bar := newProgress(stderr, log, "generating "+spec.data.name, spec.frames*spec.frameBytes(), false)
+		err = writeFrames(ctx, raw, spec.frames, spec.frameBytes(), spec.data.fill, bar.Set)
+		bar.Done()
+		if err != nil {
+			return nil, err
+		}
 	}
 	var rates []float64
 	for i, pass := range spec.passes() {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		rate, err := benchFilePass(ctx, log, pass, kind, opts, raw, stdout)
+		rate, err := benchFilePass(ctx, log, pass, kind, opts, sink, raw, stdout)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +206,7 @@ func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string
 	return rates, nil
 }
 
-func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, raw string, stdout io.Writer) (float64, error) {
+func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, sink pipeline.Sink, raw string, stdout io.Writer) (float64, error) {
 	doc, err := spec.manifest(filepath.Base(raw))
 	if err != nil {
 		return 0, err
@@ -179,8 +222,11 @@ func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind st
 		return 0, err
 	}
 	defer src.Close()
+	if err := clearBench(ctx, sink); err != nil {
+		return 0, err
+	}
 	var eng pipeline.Engine
-	res, err := engine.Convert(ctx, log, src, &pipeline.Discard{}, engine.Run{
+	res, err := engine.Convert(ctx, log, src, sink, engine.Run{
 		Kind: kind, Options: opts, Convert: pipeline.ConvertOptions{Version: buildVersion()},
 		Ready: func(plan *pipeline.Plan, e pipeline.Engine, _ *pipeline.ConvertOptions) error {
 			eng = e
@@ -192,6 +238,7 @@ func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind st
 		return 0, err
 	}
 	writeStages(stdout, res.Stages)
+	writeStore(stdout, res, sink)
 	return benchResult(stdout, res.BytesIn, res.BytesOut, res.Elapsed, eng), nil
 }
 
@@ -199,13 +246,13 @@ func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind st
 // in its pinned staging buffers (no file, no reader), epoch after epoch
 // through the engine into shard bytes in host memory, handed to a sink
 // that keeps nothing. Once per pass, each pass's end-to-end rate returned.
-func benchPinned(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, stdout io.Writer) ([]float64, error) {
+func benchPinned(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, sink pipeline.Sink, stdout io.Writer) ([]float64, error) {
 	var rates []float64
 	for i, pass := range spec.passes() {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		rate, err := benchPinnedPass(ctx, log, pass, kind, opts, stdout)
+		rate, err := benchPinnedPass(ctx, log, pass, kind, opts, sink, stdout)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +261,7 @@ func benchPinned(ctx context.Context, log *zap.Logger, spec benchSpec, kind stri
 	return rates, nil
 }
 
-func benchPinnedPass(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, stdout io.Writer) (float64, error) {
+func benchPinnedPass(ctx context.Context, log *zap.Logger, spec benchSpec, kind string, opts pipeline.Options, sink pipeline.Sink, stdout io.Writer) (float64, error) {
 	doc, err := spec.manifest("bench.raw")
 	if err != nil {
 		return 0, err
@@ -225,8 +272,11 @@ func benchPinnedPass(ctx context.Context, log *zap.Logger, spec benchSpec, kind 
 	}
 	// No file: the epochs come from the engine's staging buffers.
 	src := &pipeline.Source{ManifestName: "bench.json", Manifest: m, RawName: "bench.raw", RawSize: spec.frames * spec.frameBytes()}
+	if err := clearBench(ctx, sink); err != nil {
+		return 0, err
+	}
 	var eng pipeline.Engine
-	res, err := engine.Convert(ctx, log, src, &pipeline.Discard{}, engine.Run{
+	res, err := engine.Convert(ctx, log, src, sink, engine.Run{
 		Kind: kind, Options: opts, Convert: pipeline.ConvertOptions{Version: buildVersion()},
 		Ready: func(plan *pipeline.Plan, e pipeline.Engine, co *pipeline.ConvertOptions) error {
 			eng = e
@@ -256,7 +306,29 @@ func benchPinnedPass(ctx context.Context, log *zap.Logger, spec benchSpec, kind 
 		return 0, err
 	}
 	writeStages(stdout, res.Stages)
+	writeStore(stdout, res, sink)
 	return benchResult(stdout, res.BytesIn, res.BytesOut, res.Elapsed, eng), nil
+}
+
+// clearBench removes the dataset an earlier pass left, untimed: a store
+// with conditional writes would refuse to replace its objects.
+func clearBench(ctx context.Context, sink pipeline.Sink) error {
+	if r, ok := sink.(destination.Store); ok {
+		if err := r.RemoveAll(ctx, pipeline.DatasetRoot("bench")); err != nil {
+			return fmt.Errorf("removing the last pass's dataset: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeStore prints what reached the store.
+func writeStore(w io.Writer, res *pipeline.Result, sink pipeline.Sink) {
+	where := "a sink that keeps nothing (the engine's figure, not the product's)"
+	if s, ok := sink.(destination.Store); ok {
+		where = s.Where(pipeline.DatasetRoot("bench"))
+	}
+	fmt.Fprintf(w, "store: %s, %.3f GiB in %.3f s; at most %d shards written or committing at once\n",
+		where, float64(res.BytesOut)/(1<<30), res.Elapsed.Seconds(), res.PeakShards)
 }
 
 // pinnedEpochs yields n epochs, epoch e from staging buffer e%2, where the
@@ -297,7 +369,7 @@ func fillFrames(bufs [][]byte, spec benchSpec) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				synth.FillFrame(buf[i*fb:(i+1)*fb], synth.Mixed(fr), uint64(fr))
+				spec.data.fill(buf[i*fb:(i+1)*fb], fr)
 			}()
 		}
 	}
@@ -309,8 +381,8 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 	if d, ok := eng.(kernels.DeviceReporter); ok {
 		what = fmt.Sprintf("engine gpu on %s, %d compression workers", d.Device(), plan.Options.Workers)
 	}
-	fmt.Fprintf(w, "%s\n%d frames of %d×%d uint16 (gaussian/uniform/constant 12-bit), chunk %d×%d×%d (epoch %s), codec %s",
-		what, spec.frames, spec.side, spec.side, plan.EpochFrames(), spec.chunk, spec.chunk, pipeline.FormatBytes(plan.EpochBytes()), spec.codec)
+	fmt.Fprintf(w, "%s\n%d frames of %d×%d %s (%s), chunk %d×%d×%d (epoch %s), codec %s",
+		what, spec.frames, spec.side, spec.side, spec.data.dtype, spec.data.describe, plan.EpochFrames(), spec.chunk, spec.chunk, pipeline.FormatBytes(plan.EpochBytes()), spec.codec)
 	if spec.codec == "zstd" {
 		fmt.Fprintf(w, " level %d", spec.level)
 		if e := plan.Options.ZstdEncoder; e != pipeline.EncoderDefault {
@@ -323,6 +395,8 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 	g := plan.Levels[0].Grid
 	fmt.Fprintf(w, "\ngrid: shape %s chunk %s shard %s\n", joinInts(g.Shape), joinInts(g.Chunk), joinInts(g.ShardShape()))
 	fmt.Fprintf(w, "source: %s\n", source)
+	fmt.Fprintf(w, "memory: %s of a %s budget; %d shard layer(s) per level in flight, %s queued for the store\n",
+		plan.WorkingSet, pipeline.FormatBytes(plan.Options.MemoryBudget), plan.Store.LayersInFlight, pipeline.FormatBytes(plan.Store.QueueBytes))
 	if len(plan.Levels) > 1 {
 		fmt.Fprintf(w, "pyramid: %d levels, %s:", len(plan.Levels), plan.Manifest.Multiscale.Method)
 		for _, l := range plan.Levels {

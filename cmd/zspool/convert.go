@@ -34,7 +34,7 @@ func (e *engineFlags) register(fs interface {
 		help = "engine: auto, cpu (this build has no GPU engine)"
 	}
 	fs.StringVar(&e.engine, "engine", "auto", help)
-	fs.StringVar(&e.memoryBudget, "memory-budget", "768MiB", "refuse plans whose working set exceeds this")
+	fs.StringVar(&e.memoryBudget, "memory-budget", "", "the working set a plan may use; beyond its smallest, spare budget buys overlap (default: an eighth of the host's memory, cgroup limit or RAM, at least 768MiB)")
 	fs.IntVar(&e.workers, "workers", 0, "compression workers (0 = one per CPU)")
 	encHelp := "zstd encoder: klauspost (matches, at the manifest's level) or lit (zstdlit, the GPU encoder's reference: no levels); empty: the engine's default, klauspost on the CPU"
 	if engine.GPUBuilt {
@@ -48,8 +48,10 @@ func (e *engineFlags) register(fs interface {
 func (e *engineFlags) options() (pipeline.Options, error) {
 	var o pipeline.Options
 	var err error
-	if o.MemoryBudget, err = parseSize(e.memoryBudget); err != nil {
-		return o, fmt.Errorf("--memory-budget: %w", err)
+	if e.memoryBudget != "" {
+		if o.MemoryBudget, err = parseSize(e.memoryBudget); err != nil {
+			return o, fmt.Errorf("--memory-budget: %w", err)
+		}
 	}
 	o.Workers = e.workers
 	if err := pipeline.CheckZstdEncoder(e.zstdEncoder); err != nil {
@@ -185,7 +187,9 @@ func printPlan(ctx context.Context, w io.Writer, src *pipeline.Source, sink dest
 			plural(int(g.ShardCount()), "shard"), plural(int(chunks), "chunk"))
 	}
 	fmt.Fprintf(w, "objects:     %s and %d metadata documents, in %s\n", plural(int(shards), "shard object"), len(plan.Levels)+1, plural(int(plan.ShardLayers()), "shard layer"))
-	fmt.Fprintf(w, "memory:      %s of a %s budget\n", plan.WorkingSet, pipeline.FormatBytes(opts.MemoryBudget))
+	fmt.Fprintf(w, "memory:      %s of a %s budget\n", plan.WorkingSet, pipeline.FormatBytes(plan.Options.MemoryBudget))
+	fmt.Fprintf(w, "overlap:     %d shard layer(s) per level in flight, %s of rows queued for the store\n",
+		plan.Store.LayersInFlight, pipeline.FormatBytes(plan.Store.QueueBytes))
 	if _, err := sink.Size(ctx, root+"/zarr.json"); err == nil {
 		fmt.Fprintf(w, "destination: reachable; a dataset %s is already there and would be replaced\n", root)
 	} else if errors.Is(err, zarr.ErrNotFound) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zspool/zspool/internal/faultproxy"
 	"github.com/zspool/zspool/internal/s3test"
 	"github.com/zspool/zspool/zarr"
 )
@@ -67,6 +68,53 @@ func TestSIGKILLAtTwentyFiveMomentsLosesNothingAndRedoesAtMostOneLayerPerRestart
 		t.Skip("-short: the crash test runs the daemon 26 times")
 	}
 	b := startBackend(t, s3test.StartMinIO)
+	crashAndResume(t, b, b.srv.Endpoint, 25, 400*time.Millisecond)
+}
+
+// TestSIGKILLDuringOverlappingLayerCommits kills the daemon while one shard
+// layer commits and the next is being written: every CompleteMultipartUpload
+// is held back, so a layer's commit is in flight for most of the next
+// layer's writes, and the kills land in that overlap.
+func TestSIGKILLDuringOverlappingLayerCommitsLosesNothingAndRedoesAtMostOneLayer(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: the crash test runs the daemon 13 times")
+	}
+	b := startBackend(t, s3test.StartMinIO)
+	proxy, err := faultproxy.New(b.srv.Endpoint, 29,
+		faultproxy.Rule{Op: "CompleteMultipartUpload", Fraction: 1, Faults: []faultproxy.Fault{faultproxy.Delay}, Delay: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	logs := crashAndResume(t, b, proxy.URL(), 12, 900*time.Millisecond)
+	// The plans the daemon logged must overlap commits and writes, or this
+	// test would prove nothing new.
+	plans := 0
+	for _, lp := range logs {
+		for _, ev := range logEvents(t, lp) {
+			if ev["msg"] == "plan" {
+				plans++
+				if n, _ := ev["layers_in_flight"].(float64); n < 2 {
+					t.Fatalf("the daemon planned %v shard layers in flight: no overlap to kill into", ev["layers_in_flight"])
+				}
+			}
+		}
+	}
+	if plans == 0 {
+		t.Fatal("no run logged its plan")
+	}
+}
+
+// crashAndResume drops one acquisition of 64 shard layers, SIGKILLs the
+// daemon kills times at random moments up to sleepMax after each start,
+// then lets a last run finish, and checks: the raw file is always in one
+// place, no group document ever stands over incomplete data, the stored
+// objects equal an uninterrupted conversion's, no multipart upload is left,
+// and no run redoes a layer an earlier run logged as stored. It returns
+// the runs' log files.
+func crashAndResume(t *testing.T, b *backend, endpoint string, kills int, sleepMax time.Duration) []string {
+	t.Helper()
 	base := t.TempDir()
 	spool, state := filepath.Join(base, "spool"), filepath.Join(base, "state")
 	must(t, os.MkdirAll(spool, 0o755))
@@ -99,7 +147,7 @@ shutdown_timeout: 10s
 retry: {max_attempts: 3, max_backoff: 100ms, job_backoff: 100ms, job_max_backoff: 1s}
 metrics: {listen: "off"}
 log_level: debug
-`, spool, state, testBucket, b.srv.Endpoint, b.creds))
+`, spool, state, testBucket, endpoint, b.creds))
 	(&daemonEnv{t: t, opt: optionsFor(spool, state)}).drop(a)
 
 	rawIn := func() []string { // every place the raw file may be
@@ -114,21 +162,20 @@ log_level: debug
 	s := b.sink(t, "crash")
 	rng := rand.New(rand.NewPCG(2026, 11))
 	var logs []string
-	kills := 0
-	for kills < 25 {
+	for done := 0; done < kills; {
 		lp := filepath.Join(base, fmt.Sprintf("run%02d.log", len(logs)))
 		logs = append(logs, lp)
 		cmd := daemonProc(t, cfg, lp)
-		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.Int64N(int64(sleepMax))))
 		must(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
-		kills++
+		done++
 		at := rawIn()
 		if len(at) != 1 {
-			t.Fatalf("after kill %d the raw file is in %d places: %v", kills, len(at), at)
+			t.Fatalf("after kill %d the raw file is in %d places: %v", done, len(at), at)
 		}
 		if filepath.Base(filepath.Dir(filepath.Dir(at[0]))) == "archive" {
-			t.Fatalf("the job finished after %d kills: make the acquisition longer", kills)
+			t.Fatalf("the job finished after %d kills: make the acquisition longer", done)
 		}
 		// A group document may only exist over complete data.
 		if ds, err := zarr.Open(context.Background(), s, "crash.ome.zarr"); err == nil {
@@ -136,7 +183,7 @@ log_level: debug
 			_, verr := zarr.Verify(context.Background(), ds, f, nil)
 			f.Close()
 			if verr != nil {
-				t.Fatalf("after kill %d a group zarr.json stands over incomplete data: %v", kills, verr)
+				t.Fatalf("after kill %d a group zarr.json stands over incomplete data: %v", done, verr)
 			}
 		}
 	}
@@ -194,4 +241,5 @@ log_level: debug
 	if stored-int(layers) > kills {
 		t.Fatalf("rework of %d layers over %d restarts", stored-int(layers), kills)
 	}
+	return logs
 }

@@ -382,7 +382,7 @@ func TestConfigCheckPrintsTheEffectiveConfigAndProbesTheDestination(t *testing.T
 		return p
 	}
 	out, _, err := zspool(t, "config", "check", write(testBucket))
-	if err != nil || !strings.Contains(out, "memory_budget: 768 MiB") || !strings.Contains(out, "bucket and credentials ok") {
+	if err != nil || !strings.Contains(out, "memory_budget: "+config.DefaultMemoryBudget().String()) || !strings.Contains(out, "bucket and credentials ok") {
 		t.Fatalf("check of a good config: %v\n%s", err, out)
 	}
 	_, _, err = zspool(t, "config", "check", write("missing-bucket"))

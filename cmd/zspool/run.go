@@ -97,6 +97,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	go watchSignals(log, sigs, ctx.Done(), stop, func(code int) { _ = log.Sync(); os.Exit(code) })
+	// The GPU context is made once and serves every job.
+	opt.Devices = &engine.Devices{}
+	defer opt.Devices.Close()
 	d, err := daemon.New(runCtx, log, opt)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
@@ -138,6 +141,9 @@ func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		fmt.Fprintf(stdout, "# engine %s; this binary has the CPU engine only\n", cfg.Engine)
 	}
+	host, where := config.HostMemory()
+	fmt.Fprintf(stdout, "# memory: %s for %d concurrent job(s); the host allows %s (%s), and the default budget is an eighth of it, at least %s\n",
+		cfg.MemoryBudget, cfg.ConcurrentJobs, config.Size(host), where, config.MinDefaultMemoryBudget)
 	fmt.Fprintf(stdout, "# zstd encoder: %s\n", describeZstdEncoder(cfg.ZstdEncoder))
 	fmt.Fprintf(stdout, "# zstd checksum: %s\n", describeZstdChecksum(cfg.ZstdChecksum))
 	var problems []string

@@ -13,15 +13,59 @@ import (
 )
 
 // writeSynthetic writes frames of h×w uint16 camera-like data (the bench
-// mix: gaussian, uniform and constant frames in turn) to path, generating
-// frames in parallel but writing them in order.
+// mix: gaussian, uniform and constant frames in turn) to path.
 func writeSynthetic(ctx context.Context, path string, frames, h, w int64, progress func(int64)) error {
+	return writeFrames(ctx, path, frames, h*w*2, func(dst []byte, t int64) { synth.FillFrame(dst, synth.Mixed(t), uint64(t)) }, progress)
+}
+
+// frameSource is what bench --data names: how to make frame t.
+type frameSource struct {
+	name, describe string
+	dtype          string
+	elem           int
+	fill           func(dst []byte, t int64) // nil for a file
+	file           string
+}
+
+// newFrameSource reads --data for frames of side×side pixels.
+func newFrameSource(data string, side int64) (*frameSource, error) {
+	w := int(side)
+	cam := func(c *synth.Camera, describe string) *frameSource {
+		dtype := "uint16"
+		if c.ElemSize() == 1 {
+			dtype = "uint8"
+		}
+		return &frameSource{name: c.Name, describe: describe, dtype: dtype, elem: c.ElemSize(), fill: c.Frame}
+	}
+	switch data {
+	case "camera", "bright":
+		return cam(synth.CameraBright(w, w), "camera: bright cells, shot and read noise, 100 ADU offset, drift, bleaching, 12-bit"), nil
+	case "dim":
+		return cam(synth.CameraDim(w, w), "camera: dim sparse signal a few photons over a 100 ADU offset, 12-bit"), nil
+	case "flat":
+		return cam(synth.CameraFlat(w, w), "camera: shot-noise-limited flat field, 12-bit"), nil
+	case "8bit":
+		return cam(synth.Camera8(w, w), "camera: cells on a dark field, 8-bit"), nil
+	case "mix":
+		return &frameSource{name: "mix", describe: "the bench mix: gaussian, uniform and constant 12-bit frames in turn", dtype: "uint16", elem: 2,
+			fill: func(dst []byte, t int64) { synth.FillFrame(dst, synth.Mixed(t), uint64(t)) }}, nil
+	case "":
+		return nil, fmt.Errorf("empty: want camera, dim, flat, 8bit, mix or a raw file")
+	}
+	if _, err := os.Stat(data); err != nil {
+		return nil, fmt.Errorf("%q is not camera, dim, flat, 8bit or mix, nor a raw file: %w", data, err)
+	}
+	return &frameSource{name: filepath.Base(data), describe: "frames of " + data, dtype: "uint16", elem: 2, file: data}, nil
+}
+
+// writeFrames writes frames frames of frameBytes, frame t made by fill, to
+// path: generated in parallel, written in order.
+func writeFrames(ctx context.Context, path string, frames, frameBytes int64, fill func(dst []byte, t int64), progress func(int64)) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	frameBytes := h * w * 2
 	workers := int64(runtime.GOMAXPROCS(0))
 	bufs := make([][]byte, workers)
 	for i := range bufs {
@@ -37,8 +81,7 @@ func writeSynthetic(ctx context.Context, path string, frames, h, w int64, progre
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fr := base + i
-				synth.FillFrame(bufs[i], synth.Mixed(fr), uint64(fr))
+				fill(bufs[i], base+i)
 			}()
 		}
 		wg.Wait()

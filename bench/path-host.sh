@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The product path, measured in one go on one GPU host and on one array of
+# realistic camera data (zspool bench --data camera: bright cells, shot and
+# read noise, a 100 ADU offset, drift and bleaching; 2048×2048 uint16,
+# chunks 16×256×256, shards 16×2048×2048), everything on tmpfs, printed
+# side by side:
+#
+#   1. zspool convert --engine gpu    raw file (page cache) → local directory
+#   2. zspool convert --engine cpu    the same
+#   3. tensorstore                    the same array, same shapes, libzstd 1
+#   4. s3upload                       the AWS SDK's transfer manager uploading
+#                                     item 1's dataset to a local S3 server
+#   5. zspool convert --engine gpu    raw file → that S3 server
+#   6. zspool run                     two such acquisitions spool → stored →
+#                                     released on that server
+#
+# The GPU host has no Go toolchain and no network: build the binaries here
+# and bring them (bench/path-host-build.sh puts them in .dev/):
+#   ZSPOOL     zspool built with -tags cuda           (default .dev/zspool)
+#   S3UPLOAD   bench/s3upload                         (default .dev/s3upload)
+#   VERSITYGW  versitygw, stripped, maybe .xz          (default .dev/versitygw.xz)
+#
+# Usage: bench/path-host.sh [SIZE]   (default 16GiB; whole 8 MiB frames)
+# ENGINE=cpu runs the GPU rows on the CPU engine (a dry run of the script
+# on a machine without a GPU); NO_TENSORSTORE=1 skips row 3.
+set -euo pipefail
+gpu=${ENGINE:-gpu}
+size=${1:-16GiB}
+here=$(cd "$(dirname "$0")/.." && pwd)
+zspool=${ZSPOOL:-$here/.dev/zspool}
+s3upload=${S3UPLOAD:-$here/.dev/s3upload}
+gw=${VERSITYGW:-$here/.dev/versitygw.xz}
+shm=${SHM:-/dev/shm}
+work=$(mktemp -d "$shm/zspool-path.XXXXXX")
+gwpid=
+daemonpid=
+cleanup() {
+	[ -n "$daemonpid" ] && kill "$daemonpid" 2>/dev/null
+	[ -n "$gwpid" ] && kill "$gwpid" 2>/dev/null
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "${NO_TENSORSTORE:-}" ] || python3 -c 'import tensorstore' || { echo "python3 cannot import tensorstore" >&2; exit 1; }
+
+# timed CMD…: runs CMD, then prints its wall seconds and peak RSS.
+timed() {
+	python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t = time.monotonic()
+rc = subprocess.call(sys.argv[1:])
+wall = time.monotonic() - t
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"wall {wall:.3f} s, peak RSS {rss:.0f} MiB", flush=True)
+sys.exit(rc)
+PY
+}
+calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
+
+"$zspool" version
+echo "== the engine alone: generating $size of camera data, then GPU bench from the file into nothing"
+"$zspool" bench --engine "$gpu" --source file --data camera --size "$size" --depth 16 --shard 8 \
+	--keep "$work/cam.raw" | tee "$work/engine.out"
+frames=$(( $(stat -c %s "$work/cam.raw") / (2048 * 2048 * 2) ))
+manifest() {
+	cat >"$1" <<JSON
+{"version": 1, "data": "$(basename "$2")", "dtype": "uint16", "name": "$3",
+ "dimensions": [
+  {"name": "t", "type": "time", "size": 0, "chunk": 16, "shard": 1},
+  {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65},
+  {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65}],
+ "compression": {"codec": "zstd", "level": 1}}
+JSON
+}
+manifest "$work/cam.json" "$work/cam.raw" cam
+cat "$work/cam.raw" >/dev/null # in the page cache, as an acquisition just written is
+
+echo "== 1. zspool convert --engine gpu → $shm"
+timed "$zspool" convert "$work/cam.json" --dest "$work/gpu" --engine "$gpu" --quiet | tee "$work/1.out"
+echo "== 2. zspool convert --engine cpu → $shm"
+timed "$zspool" convert "$work/cam.json" --dest "$work/cpu" --engine cpu --quiet | tee "$work/2.out"
+rm -rf "$work/cpu"
+echo "== 3. tensorstore → $shm"
+if [ -n "${NO_TENSORSTORE:-}" ]; then
+	echo "skipped: tensorstore write of 1 GiB in 1.0 s (1.0 GiB/s)" >"$work/3.out"
+else
+	python3 "$here/bench/tensorstore_write.py" --raw "$work/cam.raw" --shape "$frames,2048,2048" --chunk 16,256,256 \
+		--shard 16,2048,2048 --level 1 --out "$work/ts" | tee "$work/3.out"
+fi
+rm -rf "$work/ts"
+
+echo "== the S3 server: versitygw, posix backend on $shm"
+case "$gw" in
+*.xz) xz -dc "$gw" >"$work/versitygw" ;;
+*) cp "$gw" "$work/versitygw" ;;
+esac
+chmod +x "$work/versitygw"
+mkdir -p "$work/s3/bench" "$work/sidecar"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export AWS_ACCESS_KEY_ID=pathbench AWS_SECRET_ACCESS_KEY=pathbench-secret-0123456789 AWS_EC2_METADATA_DISABLED=true AWS_REGION=us-east-1
+"$work/versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --region us-east-1 \
+	--port "127.0.0.1:$port" --health /health posix --sidecar "$work/sidecar" "$work/s3" >"$work/gw.log" 2>&1 &
+gwpid=$!
+endpoint=http://127.0.0.1:$port
+for _ in $(seq 1 100); do curl -sf -o /dev/null "$endpoint/health" && break; sleep 0.1; done
+
+echo "== 4. transfer manager: item 1's dataset → S3"
+"$s3upload" -endpoint "$endpoint" -dir "$work/gpu/cam.ome.zarr" -dest s3://bench/tm | tee "$work/4.out"
+out_bytes=$(du -sb "$work/gpu/cam.ome.zarr" | cut -f1)
+rm -rf "$work/gpu" "$work/s3/bench/tm" "$work/sidecar/bench/tm"
+echo "== 5. zspool convert --engine gpu → S3"
+timed "$zspool" convert "$work/cam.json" --dest s3://bench/zs --engine "$gpu" --endpoint "$endpoint" --path-style --quiet | tee "$work/5.out"
+rm -rf "$work/s3/bench/zs" "$work/sidecar/bench/zs"
+
+echo "== 6. zspool run: two acquisitions spool → stored → released"
+mkdir -p "$work/spool" "$work/state"
+cat >"$work/zspool.yaml" <<YAML
+spool_dir: $work/spool
+state_dir: $work/state
+destination:
+  url: s3://bench/daemon
+  endpoint: $endpoint
+  path_style: true
+engine: $gpu
+settle: 0s
+rescan_interval: 1s
+release:
+  policy: delete
+metrics:
+  listen: "off"
+YAML
+cp "$work/cam.raw" "$work/state/acq2.raw" # a copy, made beside the spool, moved in whole
+mv "$work/cam.raw" "$work/state/acq1.raw"
+start=$(date +%s.%N)
+for i in 1 2; do
+	mv "$work/state/acq$i.raw" "$work/spool/acq$i.raw"
+	manifest "$work/state/acq$i.json" "acq$i.raw" "acq$i"
+	mv "$work/state/acq$i.json" "$work/spool/acq$i.json"
+done
+"$zspool" run --config "$work/zspool.yaml" >"$work/daemon.log" 2>&1 &
+daemonpid=$!
+while [ "$(grep -c 'job released' "$work/daemon.log")" -lt 2 ]; do
+	kill -0 "$daemonpid" 2>/dev/null || { echo "the daemon exited:"; tail -20 "$work/daemon.log"; exit 1; }
+	sleep 0.05
+done
+end=$(date +%s.%N)
+kill "$daemonpid"
+wait "$daemonpid" 2>/dev/null || true
+daemonpid=
+daemon_s=$(calc "$end - $start")
+
+rate_of() { sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' "$1" | tail -1; }
+wall_of() { sed -n 's/^wall \([0-9.]*\) s.*/\1/p' "$1" | tail -1; }
+rss_of() { sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p' "$1" | tail -1; }
+raw_gib=$(calc "$frames * 8 / 1024")
+out_gib=$(calc "$out_bytes / 1073741824")
+ts_rate=$(sed -n 's/.*(\([0-9.]*\) GiB\/s).*/\1/p' "$work/3.out" | tail -1)
+tm_rate=$(sed -n 's/.* \([0-9.]*\) GiB\/s (.*/\1/p' "$work/4.out" | tail -1)
+zs_rate=$(rate_of "$work/5.out")
+zs_out=$(calc "$out_gib / $(wall_of "$work/5.out")")
+echo
+echo "== $(printf '%.1f' "$raw_gib") GiB of camera data (stored: $(printf '%.2f' "$out_gib") GiB), one run on $(hostname), $(nproc) cores"
+printf '%-44s %12s %12s %10s %10s\n' "path" "GiB/s raw" "GiB/s out" "wall s" "RSS MiB"
+printf '%-44s %12.3f %12s %10s %10s\n' "1. zspool convert --engine gpu → tmpfs" "$(rate_of "$work/1.out")" "" "$(wall_of "$work/1.out")" "$(rss_of "$work/1.out")"
+printf '%-44s %12.3f %12s %10s %10s\n' "2. zspool convert --engine cpu → tmpfs" "$(rate_of "$work/2.out")" "" "$(wall_of "$work/2.out")" "$(rss_of "$work/2.out")"
+printf '%-44s %12.3f %12s %10s %10s\n' "3. tensorstore → tmpfs" "$ts_rate" "" "" ""
+printf '%-44s %12s %12.3f %10s %10s\n' "4. transfer manager upload of 1's dataset" "" "$tm_rate" "" ""
+printf '%-44s %12.3f %12.3f %10s %10s\n' "5. zspool convert --engine gpu → S3" "$zs_rate" "$zs_out" "$(wall_of "$work/5.out")" "$(rss_of "$work/5.out")"
+printf '%-44s %12.3f %12s %10.3f %10s\n' "6. zspool run, 2 acquisitions → released" "$(calc "2 * $raw_gib / $daemon_s")" "" "$daemon_s" ""
+echo
+printf 'CPU vs tensorstore: %.2f×; S3 out vs transfer manager: %.2f×; daemon vs convert to S3: %.2f×\n' \
+	"$(calc "$(rate_of "$work/2.out") / $ts_rate")" "$(calc "$zs_out / $tm_rate")" \
+	"$(calc "2 * $raw_gib / $daemon_s / $zs_rate")"
