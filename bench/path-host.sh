@@ -10,7 +10,8 @@
 #   3. tensorstore                    the same array, same shapes, libzstd 1
 #   4. s3upload                       the AWS SDK's transfer manager uploading
 #                                     item 1's dataset to a local S3 server
-#   5. zspool convert --engine gpu    raw file → that S3 server
+#   5. zspool convert --engine gpu    raw file → that S3 server (5b: with
+#                                     32 parts in flight instead of 8)
 #   6. zspool run                     two such acquisitions spool → stored →
 #                                     released on that server
 #
@@ -111,6 +112,10 @@ rm -rf "$work/gpu" "$work/s3/bench/tm" "$work/sidecar/bench/tm"
 echo "== 5. zspool convert --engine gpu → S3"
 timed "$zspool" convert "$work/cam.json" --dest s3://bench/zs --engine "$gpu" --endpoint "$endpoint" --path-style --quiet | tee "$work/5.out"
 rm -rf "$work/s3/bench/zs" "$work/sidecar/bench/zs"
+echo "== 5b. the same with 32 parts in flight"
+timed "$zspool" convert "$work/cam.json" --dest s3://bench/zs --engine "$gpu" --endpoint "$endpoint" --path-style \
+	--max-parts-in-flight 32 --quiet | tee "$work/5b.out"
+rm -rf "$work/s3/bench/zs" "$work/sidecar/bench/zs"
 
 echo "== 6. zspool run: two acquisitions spool → stored → released"
 mkdir -p "$work/spool" "$work/state"
@@ -166,6 +171,7 @@ printf '%-44s %12.3f %12s %10s %10s\n' "2. zspool convert --engine cpu → tmpfs
 printf '%-44s %12.3f %12s %10s %10s\n' "3. tensorstore → tmpfs" "$ts_rate" "" "" ""
 printf '%-44s %12s %12.3f %10s %10s\n' "4. transfer manager upload of 1's dataset" "" "$tm_rate" "" ""
 printf '%-44s %12.3f %12.3f %10s %10s\n' "5. zspool convert --engine gpu → S3" "$zs_rate" "$zs_out" "$(wall_of "$work/5.out")" "$(rss_of "$work/5.out")"
+printf '%-44s %12.3f %12.3f %10s %10s\n' "5b. the same, 32 parts in flight" "$(rate_of "$work/5b.out")" "$(calc "$out_gib / $(wall_of "$work/5b.out")")" "$(wall_of "$work/5b.out")" "$(rss_of "$work/5b.out")"
 printf '%-44s %12.3f %12s %10.3f %10s\n' "6. zspool run, 2 acquisitions → released" "$(calc "2 * $raw_gib / $daemon_s")" "" "$daemon_s" ""
 echo
 printf 'CPU vs tensorstore: %.2f×; S3 out vs transfer manager: %.2f×; daemon vs convert to S3: %.2f×\n' \

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"path"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 
 	"github.com/zspool/zspool/zarr"
 )
@@ -39,8 +38,7 @@ type Assembler struct {
 
 	ctx     context.Context // the writers'; cancelled by Abort and by the first failure
 	cancel  context.CancelFunc
-	queue   *semaphore.Weighted // bytes of queued copies; nil: rows are written by Add
-	queueN  int64
+	blocks  *blockPool    // the queue's memory; nil: rows are written by Add
 	commits chan struct{} // bounds commits at once across layers
 	wg      sync.WaitGroup
 	doneMu  sync.Mutex // serialises LayerDone
@@ -53,7 +51,6 @@ type Assembler struct {
 
 	assemble *Meter // Add: indexing and copying rows
 	store    *Meter // the writers: bytes handed to the store and their time
-	bufs     rowBuffers
 }
 
 type levelShards struct {
@@ -83,11 +80,13 @@ func (sh *openShard) close() {
 	}
 }
 
-// piece is bytes queued for a shard writer, and how much of the queue's
-// budget they hold (none for an index: it is small and comes last).
+// piece is bytes queued for a shard writer: a row's copy in blocks of the
+// queue's pool, n bytes in all, or an index (not from the pool: it is
+// small and comes last).
 type piece struct {
-	b    []byte
-	held int64
+	blocks [][]byte
+	n      int
+	index  []byte
 }
 
 // StorePlan is how the assembler feeds the store, as the planner sized it
@@ -118,7 +117,7 @@ func NewAssembler(ctx context.Context, p *Plan, sink Sink) *Assembler {
 	a.assemble = NewMeter("assemble")
 	a.store = NewMeter("store")
 	if q := p.Store.QueueBytes; q > 0 {
-		a.queue, a.queueN = semaphore.NewWeighted(q), q
+		a.blocks = newBlockPool(int(q / blockSize))
 	}
 	layers := max(1, p.Store.LayersInFlight)
 	for _, l := range p.Levels {
@@ -209,9 +208,9 @@ func (a *Assembler) Add(ctx context.Context, out LevelOutput) error {
 }
 
 // send hands a row's chunks of one shard to its writer: a copy through the
-// queue, or, with no queue, written here.
+// queue, or, with no queue or a row larger than all of it, written here.
 func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, size int) error {
-	if a.queue == nil {
+	if a.blocks == nil || size > a.blocks.max*blockSize {
 		for _, ch := range chunks {
 			if ch.Data == nil {
 				continue
@@ -223,95 +222,107 @@ func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, 
 		a.store.Add(int64(size), 0)
 		return nil
 	}
-	// A row larger than the whole queue waits for the queue to drain and
-	// then takes all of it.
-	// A row's copy takes its buffer's size class: that is what it holds.
-	held := min(int64(1)<<sizeClass(size), a.queueN)
-	if err := a.queue.Acquire(a.ctx, held); err != nil {
-		return a.stopped(err)
+	blocks := make([][]byte, (size+blockSize-1)/blockSize)
+	for i := range blocks {
+		b, err := a.blocks.get(a.ctx)
+		if err != nil {
+			a.blocks.put(blocks[:i]...)
+			return a.stopped(err)
+		}
+		blocks[i] = b
 	}
-	buf := a.copyRow(chunks, size)
+	copyRow(blocks, chunks, size)
 	select {
-	case sh.queue <- piece{buf, held}:
+	case sh.queue <- piece{blocks: blocks, n: size}:
 		return nil
 	case <-a.ctx.Done():
-		a.queue.Release(held)
+		a.blocks.put(blocks...)
 		return a.stopped(a.ctx.Err())
 	case <-ctx.Done():
-		a.queue.Release(held)
+		a.blocks.put(blocks...)
 		return ctx.Err()
 	}
 }
 
-// copyRow copies a shard's chunks of one row into one buffer, in order; a
-// large row is copied by several goroutines, each a run of its chunks.
-func (a *Assembler) copyRow(chunks []ChunkOut, size int) []byte {
-	buf := a.bufs.get(size)
-	const perCopier = 8 << 20
-	copiers := min(runtime.GOMAXPROCS(0), size/perCopier, len(chunks))
-	if copiers <= 1 {
-		off := 0
-		for _, ch := range chunks {
-			off += copy(buf[off:], ch.Data)
-		}
-		return buf
+// blockSize is the unit of the queue's memory.
+const blockSize = 4 << 20
+
+// blockPool is the queue's memory: at most max blocks, made on first need
+// and reused for the whole conversion, so that copies neither fault in
+// fresh pages nor leave garbage at the store's rate.
+type blockPool struct {
+	free chan []byte
+	mu   sync.Mutex
+	made int
+	max  int
+}
+
+func newBlockPool(max int) *blockPool {
+	return &blockPool{free: make(chan []byte, max), max: max}
+}
+
+func (p *blockPool) get(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-p.free:
+		return b, nil
+	default:
 	}
-	var wg sync.WaitGroup
-	per := (len(chunks) + copiers - 1) / copiers
-	off := 0
-	for first := 0; first < len(chunks); first += per {
-		run := chunks[first:min(first+per, len(chunks))]
-		start := off
-		for _, ch := range run {
-			off += len(ch.Data)
+	p.mu.Lock()
+	if p.made < p.max {
+		p.made++
+		p.mu.Unlock()
+		return make([]byte, blockSize), nil
+	}
+	p.mu.Unlock()
+	select {
+	case b := <-p.free:
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *blockPool) put(bs ...[]byte) {
+	for _, b := range bs {
+		p.free <- b[:blockSize]
+	}
+}
+
+// copyRow copies a shard's chunks of one row, in order, into blocks; a
+// large row is copied by several goroutines, each a run of whole blocks.
+func copyRow(blocks [][]byte, chunks []ChunkOut, size int) {
+	// starts[i] is where chunk i lands in the row.
+	starts := make([]int, len(chunks)+1)
+	for i, ch := range chunks {
+		starts[i+1] = starts[i] + len(ch.Data)
+	}
+	fill := func(first, last int) { // blocks first…last-1
+		lo, hi := first*blockSize, min(last*blockSize, size)
+		c := sort.SearchInts(starts, lo+1) - 1
+		for off := lo; off < hi; c++ {
+			d := chunks[c].Data[off-starts[c]:]
+			d = d[:min(len(d), hi-off)]
+			for len(d) > 0 {
+				n := copy(blocks[off/blockSize][off%blockSize:], d)
+				d, off = d[n:], off+n
+			}
 		}
+	}
+	copiers := min(runtime.GOMAXPROCS(0), len(blocks))
+	if copiers <= 1 {
+		fill(0, len(blocks))
+		return
+	}
+	per := (len(blocks) + copiers - 1) / copiers
+	var wg sync.WaitGroup
+	for first := 0; first < len(blocks); first += per {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o := start
-			for _, ch := range run {
-				o += copy(buf[o:], ch.Data)
-			}
+			fill(first, min(first+per, len(blocks)))
 		}()
 	}
 	wg.Wait()
-	return buf
-}
-
-// rowBuffers recycles row copies by size class (powers of two from 64
-// KiB), so that the queue neither zeroes a fresh buffer for every row nor
-// leaves the collector garbage at the store's rate. What it keeps is
-// within the queue's budget: a buffer is returned only after its bytes
-// were released.
-type rowBuffers struct {
-	pools [48]sync.Pool // *[]byte of cap 1<<class
-}
-
-func sizeClass(n int) int {
-	c := 16
-	for 1<<c < n {
-		c++
-	}
-	return c
-}
-
-func (r *rowBuffers) get(n int) []byte {
-	c := sizeClass(n)
-	if c >= len(r.pools) {
-		return make([]byte, n)
-	}
-	if b, ok := r.pools[c].Get().(*[]byte); ok {
-		return (*b)[:n]
-	}
-	return make([]byte, n, 1<<c)
-}
-
-func (r *rowBuffers) put(b []byte) {
-	c := sizeClass(cap(b))
-	if c < len(r.pools) && cap(b) == 1<<c {
-		b = b[:0]
-		r.pools[c].Put(&b)
-	}
 }
 
 // stopped is the error to return when the writers' context ended: the
@@ -364,6 +375,23 @@ func (a *Assembler) open(ctx context.Context, ls *levelShards, layer int64) erro
 	})
 }
 
+// writePiece writes a piece's bytes, block after block.
+func writePiece(w ObjectWriter, pc piece) error {
+	left := pc.n
+	for _, b := range pc.blocks {
+		n := min(left, len(b))
+		if _, err := w.Write(b[:n]); err != nil {
+			return err
+		}
+		left -= n
+	}
+	if len(pc.index) > 0 {
+		_, err := w.Write(pc.index)
+		return err
+	}
+	return nil
+}
+
 // write is a shard's writer: its queued rows and index, in order, then —
 // once the level's previous layer is recorded — its commit. Anything that
 // stops the assembler aborts the shard instead.
@@ -373,14 +401,13 @@ func (a *Assembler) write(sh *openShard, gate <-chan struct{}) {
 	for pc := range sh.queue {
 		if err == nil && a.ctx.Err() == nil {
 			start := time.Now()
-			if _, werr := sh.w.Write(pc.b); werr != nil {
+			if werr := writePiece(sh.w, pc); werr != nil {
 				err = fmt.Errorf("shard %s: %w", sh.key, werr)
 			}
-			a.store.Add(int64(len(pc.b)), time.Since(start))
+			a.store.Add(int64(pc.n+len(pc.index)), time.Since(start))
 		}
-		if pc.held > 0 {
-			a.queue.Release(pc.held)
-			a.bufs.put(pc.b)
+		if a.blocks != nil {
+			a.blocks.put(pc.blocks...)
 		}
 	}
 	if err == nil {
@@ -418,13 +445,13 @@ func (a *Assembler) finish(ls *levelShards) error {
 		index := zarr.AppendIndex(nil, sh.entries)
 		sh.off += uint64(len(index))
 		size += int64(sh.off)
-		if a.queue == nil {
+		if a.blocks == nil {
 			if _, err := sh.w.Write(index); err != nil {
 				return fmt.Errorf("shard %s: index: %w", sh.key, err)
 			}
 		} else {
 			select {
-			case sh.queue <- piece{b: index}:
+			case sh.queue <- piece{index: index}:
 			case <-a.ctx.Done():
 				return a.stopped(a.ctx.Err())
 			}

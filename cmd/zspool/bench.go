@@ -175,14 +175,12 @@ func benchFile(ctx context.Context, log *zap.Logger, spec benchSpec, kind string
 		raw = keep
 	}
 	if spec.data.file != "" {
-		// The manifest beside the raw file names it by its base name.
+		// The manifest must sit beside the raw file (zspool follows no
+		// links): a hard link brings the file here, or else the manifest
+		// goes beside it.
 		raw = filepath.Join(dir, "bench.raw")
-		abs, err := filepath.Abs(spec.data.file)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(abs, raw); err != nil {
-			return nil, err
+		if err := os.Link(spec.data.file, raw); err != nil {
+			raw = spec.data.file
 		}
 	} else {
 		bar := newProgress(stderr, log, "generating "+spec.data.name, spec.frames*spec.frameBytes(), false)
@@ -211,7 +209,7 @@ func benchFilePass(ctx context.Context, log *zap.Logger, spec benchSpec, kind st
 	if err != nil {
 		return 0, err
 	}
-	manifest := filepath.Join(filepath.Dir(raw), "bench.json")
+	manifest := filepath.Join(filepath.Dir(raw), "."+filepath.Base(raw)+".zspool-bench.json")
 	if err := os.WriteFile(manifest, doc, 0o644); err != nil {
 		return 0, err
 	}

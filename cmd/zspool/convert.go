@@ -222,9 +222,10 @@ func convertSourceWith(ctx context.Context, log *zap.Logger, src *pipeline.Sourc
 		Ready: func(p *pipeline.Plan, _ pipeline.Engine, _ *pipeline.ConvertOptions) error {
 			// The buffers are long-lived, so the GC's default target
 			// (twice the live heap) would let garbage double the
-			// footprint; the working set is the limit the plan was
-			// checked against.
-			debug.SetMemoryLimit(p.WorkingSet.Total())
+			// footprint; the budget is the limit the plan was sized to
+			// (its working set, which is lower, would make the collector
+			// run whenever the queue is full).
+			debug.SetMemoryLimit(p.Options.MemoryBudget)
 			root = p.Root()
 			return nil
 		},

@@ -111,13 +111,20 @@ func (c *Camera) Frame(dst []byte, t int64) {
 	fade := float32(math.Pow(1-c.Bleach, float64(t)))
 	shift := int(math.Round(c.Drift * float64(t)))
 	hi := float64(int(1)<<c.Bits - 1)
+	rn2 := c.ReadNoise * c.ReadNoise
 	for y := range h {
 		row := y * w
 		for x := range w {
 			sx := x - shift
 			sx = ((sx % w) + w) % w
 			lambda := float64(c.bg[row+x] + fade*c.rate[row+sx])
-			v := c.Offset + c.Gain*float64(photons(rng, lambda)) + c.ReadNoise*rng.NormFloat64()
+			var v float64
+			if lambda < poissonExact {
+				v = c.Offset + c.Gain*float64(photons(rng, lambda)) + c.ReadNoise*rng.NormFloat64()
+			} else {
+				// Shot and read noise in one draw: both are gaussian here.
+				v = c.Offset + c.Gain*lambda + math.Sqrt(c.Gain*c.Gain*lambda+rn2)*rng.NormFloat64()
+			}
 			v = min(max(math.Round(v), 0), hi)
 			if c.Bits <= 8 {
 				dst[row+x] = byte(v)
@@ -128,21 +135,22 @@ func (c *Camera) Frame(dst []byte, t int64) {
 	}
 }
 
-// photons draws a Poisson count: exactly (Knuth's product of uniforms) for
-// small means, where the dark regions live, and by the normal
-// approximation above, where it is indistinguishable.
+// poissonExact is the mean below which photon counts are drawn exactly:
+// the dark regions, where the Poisson distribution's skew and its zeros
+// show. Above it the normal approximation is indistinguishable.
+const poissonExact = 16
+
+// photons draws a Poisson count of a small mean exactly (Knuth's product of
+// uniforms).
 func photons(r *rand.Rand, lambda float64) int {
 	if lambda <= 0 {
 		return 0
 	}
-	if lambda < 16 {
-		l := math.Exp(-lambda)
-		k, p := 0, r.Float64()
-		for p > l {
-			k++
-			p *= r.Float64()
-		}
-		return k
+	l := math.Exp(-lambda)
+	k, p := 0, r.Float64()
+	for p > l {
+		k++
+		p *= r.Float64()
 	}
-	return max(0, int(math.Round(lambda+math.Sqrt(lambda)*r.NormFloat64())))
+	return k
 }
