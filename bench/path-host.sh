@@ -16,7 +16,7 @@
 #                                     released on that server
 #
 # The GPU host has no Go toolchain and no network: build the binaries here
-# and bring them (bench/path-host-build.sh puts them in .dev/):
+# with bench/path-host-build.sh, which puts them in .dev/, and bring them:
 #   ZSPOOL     zspool built with -tags cuda           (default .dev/zspool)
 #   S3UPLOAD   bench/s3upload                         (default .dev/s3upload)
 #   VERSITYGW  versitygw, stripped, maybe .xz          (default .dev/versitygw.xz)

@@ -35,13 +35,7 @@ func (e *Engine) planLevels() error {
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, ErrUnsupported)
 	}
-	frameBytes := func(l int) int64 {
-		n := int64(p.Elem)
-		for _, s := range p.Levels[l].Grid.Shape[1:] {
-			n *= s
-		}
-		return n
-	}
+	frameBytes := func(l int) int64 { return p.Levels[l].FrameBytes(p.Elem) }
 	for l := 1; l < len(p.Levels); l++ {
 		g := p.Levels[l].Grid
 		half := make([]bool, g.Rank()-1)

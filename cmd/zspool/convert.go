@@ -239,6 +239,11 @@ func convertSourceWith(ctx context.Context, log *zap.Logger, src *pipeline.Sourc
 		}
 		return nil, fmt.Errorf("%s: %w", src.ManifestName, err)
 	}
+	for _, st := range res.Stages {
+		log.Debug("stage", zap.String("name", st.Name), zap.Int64("bytes", st.Bytes),
+			zap.Duration("busy", st.Busy), zap.Float64("avg_gb_per_s", st.Avg()/1e9))
+	}
+	log.Debug("converted", zap.Duration("elapsed", res.Elapsed), zap.Int("peak_shards", res.PeakShards))
 	return &convertResult{Result: res, name: src.Manifest.Name, where: sink.Where(root)}, nil
 }
 

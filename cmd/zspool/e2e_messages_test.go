@@ -17,8 +17,9 @@ func TestHelpTextsListOnlyTheFlagsThatApplyAndTheTrueDefaults(t *testing.T) {
 		want    []string
 		notWant []string
 	}{
-		{"bench has no S3 part size and says when the source is pinned", []string{"bench", "--help"},
-			[]string{"--source", "pinned on the GPU engine unless --zstd-encoder klauspost"}, []string{"--part-size", "pinned for --engine gpu --codec none"}},
+		// bench writes to --dest, an S3 one too, so the S3 flags apply.
+		{"bench takes a destination with its S3 options and says when the source is pinned", []string{"bench", "--help"},
+			[]string{"--source", "pinned on the GPU engine unless --zstd-encoder klauspost", "--dest", "--part-size", "--data"}, []string{"pinned for --engine gpu --codec none"}},
 		{"verify lists no write-only flag", []string{"verify", "--help"},
 			[]string{"--raw", "--endpoint"}, []string{"--max-parts-in-flight", "--conditional-writes", "--part-size"}},
 		{"convert with no argument says what is missing", []string{"convert"},

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Converts one acquisition of realistic camera data (zspool bench --data
+# camera; chunks 1×256×256, shards 16×2048×2048) under several memory
+# budgets, one after another, and prints each run's rate, its wall time and
+# its peak RSS against the budget: a larger budget must never be slower,
+# and no run may outgrow its budget.
+#
+# Usage: bench/budgets.sh [SIZE] [BUDGET…]   (default 2GiB; 256MiB 768MiB 4GiB)
+set -euo pipefail
+size=${1:-2GiB}
+shift || true
+budgets=("$@")
+[ ${#budgets[@]} -gt 0 ] || budgets=(256MiB 768MiB 4GiB)
+here=$(cd "$(dirname "$0")/.." && pwd)
+command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+zspool=${ZSPOOL:-}
+if [ -z "$zspool" ]; then
+	zspool="$work/zspool"
+	go build -o "$zspool" "$here/cmd/zspool"
+fi
+"$zspool" bench --engine cpu --data camera --size "$size" --keep "$work/cam.raw" >/dev/null 2>&1
+cat >"$work/cam.json" <<JSON
+{"version": 1, "data": "cam.raw", "dtype": "uint16", "name": "cam",
+ "dimensions": [
+  {"name": "t", "type": "time", "size": 0, "chunk": 1, "shard": 16},
+  {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8},
+  {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8}],
+ "compression": {"codec": "zstd", "level": 1}}
+JSON
+cat "$work/cam.raw" >/dev/null
+printf '%-10s %10s %10s %12s %s\n' budget "GiB/s" "wall s" "RSS MiB" "plan"
+for b in "${budgets[@]}"; do
+	rm -rf "$work/out"
+	/usr/bin/time -v "$zspool" convert "$work/cam.json" --dest "$work/out" --memory-budget "$b" --log-level debug --quiet \
+		>"$work/out.txt" 2>"$work/err.txt"
+	rate=$(sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' "$work/out.txt")
+	wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): \(.*\)/\1/p' "$work/err.txt")
+	rss=$(sed -n 's/.*Maximum resident set size (kbytes): \([0-9]*\)/\1/p' "$work/err.txt")
+	plan=$(grep -o '"layers_in_flight": [0-9]*, "store_queue": "[^"]*"' "$work/err.txt" | head -1)
+	printf '%-10s %10s %10s %12d %s\n' "$b" "$rate" "$wall" "$((rss / 1024))" "$plan"
+done
