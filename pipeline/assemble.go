@@ -244,8 +244,10 @@ func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, 
 	}
 }
 
-// blockSize is the unit of the queue's memory.
-const blockSize = 4 << 20
+// blockSize is the unit of the queue's memory: large enough that a row is
+// copied and written in few pieces, small enough that a shard's piece of a
+// small row wastes little.
+const blockSize = 1 << 20
 
 // blockPool is the queue's memory: at most max blocks, made on first need
 // and reused for the whole conversion, so that copies neither fault in

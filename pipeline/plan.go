@@ -227,6 +227,9 @@ const (
 	maxLayersInFlight = 8
 	maxQueueRows      = 8
 	maxQueueBytes     = 1 << 30
+	// minQueueBytes is the queue of small rows: each shard's piece of a
+	// row takes whole blocks.
+	minQueueBytes = 64 << 20
 	// minQueueCores is the fewest cores on which the CPU engine's rows
 	// are queued for the store rather than written as they come.
 	minQueueCores = 4
@@ -242,7 +245,7 @@ func (p *Plan) sizeStore(spare int64) {
 		row = max(row, ChunksPerEpoch(l.Grid)*CompressBound(p.ChunkBytes(l)))
 		layer += ShardsPerLayer(l.Grid) * (p.Options.Limits.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
 	}
-	q := min(spare/2, maxQueueRows*row, maxQueueBytes)
+	q := min(spare/2, max(maxQueueRows*row, minQueueBytes), maxQueueBytes)
 	// The queue's copies pay where the engine leaves cores idle (the GPU
 	// encoding) or cores are many, so that writing rows one after another
 	// would leave the compressors waiting (measured on 16 cores: 0.56 →
