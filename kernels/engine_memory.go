@@ -35,7 +35,6 @@ func (e *Engine) planLevels() error {
 	if err != nil {
 		return fmt.Errorf("%v: %w", err, ErrUnsupported)
 	}
-	frameBytes := func(l int) int64 { return p.Levels[l].FrameBytes(p.Elem) }
 	for l := 1; l < len(p.Levels); l++ {
 		g := p.Levels[l].Grid
 		half := make([]bool, g.Rank()-1)
@@ -46,7 +45,7 @@ func (e *Engine) planLevels() error {
 		if err != nil {
 			return err
 		}
-		lv := &level{index: l, ll: pipeline.NewRowLayout(g), frameBytes: frameBytes(l), inFrame: frameBytes(l - 1),
+		lv := &level{index: l, ll: pipeline.NewRowLayout(g), frameBytes: p.Levels[l].FrameBytes(p.Elem), inFrame: p.Levels[l-1].FrameBytes(p.Elem),
 			chunk: p.ChunkBytes(p.Levels[l]), maxFrames: e.pyr.MaxRows(l) * e.pyr.RowCap(l), red: red,
 			shapes: make(map[int64]*batchKernels)}
 		if int64(red.OutFrame) != lv.frameBytes || int64(red.InFrame) != lv.inFrame {

@@ -208,9 +208,9 @@ func (a *Assembler) Add(ctx context.Context, out LevelOutput) error {
 }
 
 // send hands a row's chunks of one shard to its writer: a copy through the
-// queue, or, with no queue or a row larger than all of it, written here.
+// queue, or, with no queue, written here.
 func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, size int) error {
-	if a.blocks == nil || size > a.blocks.max*blockSize {
+	if a.blocks == nil {
 		for _, ch := range chunks {
 			if ch.Data == nil {
 				continue
@@ -223,6 +223,11 @@ func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, 
 		return nil
 	}
 	blocks := make([][]byte, (size+blockSize-1)/blockSize)
+	if len(blocks) > a.blocks.max {
+		// The planner sizes the queue to hold the largest row; a piece
+		// that does not fit could never be queued.
+		return fmt.Errorf("shard %s: a row of %d bytes is larger than the store queue of %d blocks", sh.key, size, a.blocks.max)
+	}
 	for i := range blocks {
 		b, err := a.blocks.get(a.ctx)
 		if err != nil {

@@ -255,12 +255,8 @@ func (p *Plan) sizeStore(spare int64) {
 		q = 0
 	}
 	spare -= q
-	extra := int64(0)
-	if layer > 0 {
-		extra = min(spare/layer, maxLayersInFlight-1)
-	} else {
-		extra = maxLayersInFlight - 1
-	}
+	// layer > 0: every shard holds index entries.
+	extra := min(spare/layer, maxLayersInFlight-1)
 	p.Store = StorePlan{LayersInFlight: 1 + int(extra), QueueBytes: q}
 	p.WorkingSet.Overlap = q + extra*layer
 }

@@ -2,15 +2,13 @@ package pipeline_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/internal/acqtest"
 	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
@@ -18,19 +16,6 @@ import (
 )
 
 var errCrash = errors.New("simulated crash")
-
-func writeAcq(t *testing.T, dir string, manifest map[string]any, raw []byte) string {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "acq.raw"), raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(manifest)
-	p := filepath.Join(dir, "acq.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func convert(t *testing.T, manifest, dest string, first int64, onResume func(int64) error) error {
 	t.Helper()
@@ -74,7 +59,7 @@ func TestAPyramidResumedAtAReportedPointIsIdenticalToAnUninterruptedOne(t *testi
 			raw[i] = byte(rng.Uint32())
 		}
 		dir := t.TempDir()
-		mp := writeAcq(t, dir, manifest, raw)
+		mp := acqtest.Write(t, dir, manifest, raw)
 		whole, cut := t.TempDir(), t.TempDir()
 		var points []int64
 		if err := convert(t, mp, whole, 0, func(r int64) error { points = append(points, r); return nil }); err != nil {

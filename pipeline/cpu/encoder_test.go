@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 
+	"github.com/zspool/zspool/internal/acqtest"
 	"github.com/zspool/zspool/internal/dirdiff"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/pipeline"
@@ -39,7 +38,7 @@ func encoderAcq(t *testing.T, dir string) (manifest string, raw []byte) {
 		{"name": "y", "size": 300, "chunk": 256, "shard": 2},
 		{"name": "x", "size": 170, "chunk": 160, "shard": 2},
 	}}
-	return writeAcq(t, dir, m, raw), raw
+	return acqtest.Write(t, dir, m, raw), raw
 }
 
 func convertWith(t *testing.T, manifest, dest string, opts pipeline.Options) {
@@ -168,17 +167,4 @@ func TestAnUnknownZstdEncoderIsRefusedNamingItAndTheChoices(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
-}
-
-func writeAcq(t *testing.T, dir string, manifest map[string]any, raw []byte) string {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "acq.raw"), raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(manifest)
-	p := filepath.Join(dir, "acq.json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -1,0 +1,28 @@
+// Package acqtest writes acquisitions for tests: a raw file and its
+// manifest, side by side, as an instrument leaves them in the spool.
+package acqtest
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Write puts raw into dir/acq.raw and manifest, as JSON, into
+// dir/acq.json, and returns the manifest's path.
+func Write(t testing.TB, dir string, manifest map[string]any, raw []byte) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "acq.raw"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "acq.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
