@@ -42,7 +42,10 @@ func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 		}
 		switch job.State {
 		case StateProcessing:
-			err = d.checkDest(jobCtx, job)
+			job, err = d.settle(jobCtx, log, job)
+			if err == nil {
+				err = d.checkDest(jobCtx, job)
+			}
 			if err == nil {
 				err = d.convert(jobCtx, log, job)
 			}
@@ -81,7 +84,13 @@ func (d *Daemon) run(ctx, jobCtx context.Context, it item) {
 		d.m.jobRetries.Inc()
 		_, _ = d.journal.Update(job.ID, func(j *Job) { j.Attempts++; j.LastError = err.Error() })
 		log.Warn("transient fault: retrying", zap.Error(err), zap.Duration("in", backoff), zap.Int("attempt", job.Attempts+1))
-		if serr := d.sweepDataset(jobCtx, job.Name); serr != nil {
+		// Sealed shards are finished first: the sweep would abort them.
+		if job, err = d.journal.Get(it.id); err == nil {
+			_, err = d.settle(jobCtx, log, job)
+		}
+		if err != nil {
+			log.Warn("sealed shards not finished yet; the dataset's uploads are swept later", zap.Error(err))
+		} else if serr := d.sweepDataset(jobCtx, job.Name); serr != nil {
 			log.Warn("uploads of the failed attempt not aborted yet; retried before release", zap.Error(serr))
 		}
 		select {
@@ -198,6 +207,8 @@ func (d *Daemon) convert(ctx context.Context, log *zap.Logger, job *Job) error {
 				}
 				return nil
 			},
+			Sealed:    func(objs []pipeline.SealedObject) error { return d.recordSealed(job.ID, objs) },
+			Committed: func(objs []pipeline.SealedObject) { d.dropSealed(log, job.ID, objs) },
 		},
 		Ready: func(plan *pipeline.Plan, _ pipeline.Engine, co *pipeline.ConvertOptions) error {
 			layers = plan.ShardLayers()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/zspool/zspool/pipeline"
 )
 
 // Job states, in order. A job leaves the journal when it is released or
@@ -30,8 +32,12 @@ type Job struct {
 	Data       string `json:"data"`     // raw file name
 	Name       string `json:"name"`     // dataset name
 	LayersDone int64  `json:"layers_done"`
-	Attempts   int    `json:"attempts"`
-	LastError  string `json:"last_error,omitempty"`
+	// Sealed are shards whose every byte is uploaded, which LayersDone
+	// may count, not yet known to be visible: a restart finishes them
+	// before it resumes or sweeps the dataset's uploads.
+	Sealed    []pipeline.SealedObject `json:"sealed,omitempty"`
+	Attempts  int                     `json:"attempts"`
+	LastError string                  `json:"last_error,omitempty"`
 	// RawSize and RawModTime are the raw file as claimed: it is released
 	// only if it still has them, so bytes written after the claim (an
 	// acquisition still running) are never deleted unconverted.

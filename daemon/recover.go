@@ -23,17 +23,30 @@ func (d *Daemon) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	// No job runs yet: every upload of a journaled dataset is stale.
+	// No job runs yet: every upload of a journaled dataset is stale, once
+	// the shards its job sealed are finished.
 	names := map[string]bool{}
-	for _, j := range jobs {
-		names[j.Name] = true
-	}
 	for _, u := range ups {
 		if n := nameOfKey(u.Key); n != "" {
 			names[n] = true
 		}
 	}
-	for name := range names {
+	for i, j := range jobs {
+		names[j.Name] = true
+		log := d.log.With(zap.String("job", j.ID), zap.String("dataset", j.Name))
+		settled, err := d.settle(ctx, log, j)
+		if err != nil {
+			// Its own run finishes them, and sweeps, first.
+			log.Warn("recovery: sealed shards not finished yet", zap.Error(err))
+			names[j.Name] = false
+			continue
+		}
+		jobs[i] = settled
+	}
+	for name, sweep := range names {
+		if !sweep {
+			continue
+		}
 		if err := d.sweepDataset(ctx, name); err != nil {
 			// An outage at start must not keep the daemon down: the job's
 			// own sweeps (before its retry and its release) and the

@@ -23,10 +23,14 @@ import (
 // StorePlan.QueueBytes) and returns, so the engine encodes the next epoch
 // while the store takes this one, and the shards of a layer — and of the
 // layers after it, up to StorePlan.LayersInFlight per level — are written
-// side by side. Commits stay in order: a layer's shards commit only once
-// the level's previous layer is committed and recorded by LayerDone, so a
-// crash leaves at most one finished layer unrecorded. With no queue the
-// rows are written by Add itself, and only the commits overlap.
+// side by side. LayerDone records layers in order, each once its shards
+// are committed and the level's previous layer is recorded, so what the
+// journal counts is always stored and visible. On a store whose writers
+// are Sealers, a layer's shards are sealed (every byte uploaded) first and
+// the seals recorded in order (Sealed); the commits, which only make
+// sealed bytes visible, then run side by side across layers, and a crash
+// leaves seals a restart can finish rather than layers to redo. With no
+// queue the rows are written by Add itself, and only the commits overlap.
 type Assembler struct {
 	sink   Sink
 	root   string // "<name>.ome.zarr"
@@ -35,6 +39,15 @@ type Assembler struct {
 	// committed, layer after layer of each level: the point a journal
 	// records. Calls never overlap.
 	LayerDone func(level int, layer int64) error
+	// Sealed, when set, records a layer's sealed shards (none, on a store
+	// that does not seal), layer after layer of each level, as soon as
+	// they are sealed; their commits start only once it returns nil, and
+	// then run to the end even if the assembler fails meanwhile (the
+	// record vouches for them). Committed is told once they are visible
+	// and LayerDone has covered them. Calls never overlap with each other
+	// or with LayerDone.
+	Sealed    func(level int, layer int64, objs []SealedObject) error
+	Committed func(objs []SealedObject)
 
 	ctx     context.Context // the writers'; cancelled by Abort and by the first failure
 	cancel  context.CancelFunc
@@ -57,10 +70,17 @@ type levelShards struct {
 	level  Level
 	layer  int64 // layer whose shards are open, -1 before the first
 	shards []*openShard
-	// prev is closed once the level's last finished layer is committed
-	// and recorded; the next layer's commits wait for it.
-	prev  chan struct{}
-	slots chan struct{} // layers of this level in flight
+	// prev is closed once the level's last finished layer is recorded
+	// by LayerDone; the next layer's record (and its plain commits) wait
+	// for it.
+	prev chan struct{}
+	// prevSealed is closed once the level's last finished layer's seals
+	// are recorded; the next layer's seals wait for it.
+	prevSealed chan struct{}
+	// recorded is closed once the open layer's seals are recorded: its
+	// sealed shards may then commit.
+	recorded chan struct{}
+	slots    chan struct{} // layers of this level in flight
 }
 
 type openShard struct {
@@ -69,8 +89,16 @@ type openShard struct {
 	entries []zarr.Entry
 	off     uint64
 	queue   chan piece // copies of its chunk rows, then its index; closed at the layer's end or on abort
-	result  chan error // the writer's outcome, once
-	closed  bool       // queue closed
+	// sealed is the writer's first outcome: the shard sealed, committed
+	// (obj nil) or failed. result is a sealed shard's commit, once.
+	sealed chan sealOutcome
+	result chan error
+	closed bool // queue closed
+}
+
+type sealOutcome struct {
+	obj *SealedObject
+	err error
 }
 
 func (sh *openShard) close() {
@@ -121,8 +149,9 @@ func NewAssembler(ctx context.Context, p *Plan, sink Sink) *Assembler {
 	}
 	layers := max(1, p.Store.LayersInFlight)
 	for _, l := range p.Levels {
-		ls := &levelShards{level: l, layer: -1, prev: make(chan struct{}), slots: make(chan struct{}, layers)}
+		ls := &levelShards{level: l, layer: -1, prev: make(chan struct{}), prevSealed: make(chan struct{}), slots: make(chan struct{}, layers)}
 		close(ls.prev)
+		close(ls.prevSealed)
 		a.levels = append(a.levels, ls)
 	}
 	return a
@@ -358,7 +387,8 @@ func (a *Assembler) open(ctx context.Context, ls *levelShards, layer int64) erro
 	}
 	ls.layer = layer
 	ls.shards = nil
-	gate := ls.prev
+	ls.recorded = make(chan struct{})
+	gate, recorded := ls.prev, ls.recorded
 	return zarr.ForEach(extent, func(inner []int64) error {
 		gc := append([]int64{layer}, inner[1:]...)
 		key := path.Join(a.root, ls.level.Path, zarr.ShardKey(gc))
@@ -370,14 +400,14 @@ func (a *Assembler) open(ctx context.Context, ls *levelShards, layer int64) erro
 		for i := range entries {
 			entries[i] = zarr.Entry{Offset: zarr.Absent, NBytes: zarr.Absent}
 		}
-		sh := &openShard{key: key, w: w, entries: entries, queue: make(chan piece, writerQueue), result: make(chan error, 1)}
+		sh := &openShard{key: key, w: w, entries: entries, queue: make(chan piece, writerQueue), sealed: make(chan sealOutcome, 1), result: make(chan error, 1)}
 		ls.shards = append(ls.shards, sh)
 		a.mu.Lock()
 		a.inFlight++
 		a.peak = max(a.peak, a.inFlight)
 		a.mu.Unlock()
 		a.wg.Add(1)
-		go a.write(sh, gate)
+		go a.write(sh, gate, recorded)
 		return nil
 	})
 }
@@ -399,11 +429,54 @@ func writePiece(w ObjectWriter, pc piece) error {
 	return nil
 }
 
-// write is a shard's writer: its queued rows and index, in order, then —
-// once the level's previous layer is recorded — its commit. Anything that
-// stops the assembler aborts the shard instead.
-func (a *Assembler) write(sh *openShard, gate <-chan struct{}) {
+// write is a shard's writer: its queued rows and index, in order. A
+// shard whose writer can seal is sealed at once, and committed once its
+// layer's seals are recorded; any other shard is committed once the
+// level's previous layer is recorded. Anything that stops the assembler
+// before then aborts the shard instead.
+func (a *Assembler) write(sh *openShard, gate, recorded <-chan struct{}) {
 	defer a.wg.Done()
+	defer func() {
+		a.mu.Lock()
+		a.inFlight--
+		a.mu.Unlock()
+	}()
+	err := a.drain(sh)
+	if err == nil && a.ctx.Err() == nil {
+		if s, ok := sh.w.(Sealer); ok {
+			start := time.Now()
+			obj, sealed, serr := s.Seal()
+			a.store.Add(0, time.Since(start))
+			switch {
+			case serr != nil:
+				err = fmt.Errorf("shard %s: %w", sh.key, serr)
+			case sealed:
+				sh.sealed <- sealOutcome{obj: &obj}
+				sh.result <- a.commitSealed(sh, recorded)
+				return
+			}
+		}
+	}
+	if err == nil {
+		select {
+		case <-gate:
+		case <-a.ctx.Done():
+		}
+	}
+	if err == nil && a.ctx.Err() == nil {
+		err = a.commit(sh)
+	} else {
+		_ = sh.w.Abort()
+		if err == nil {
+			err = a.stopped(a.ctx.Err())
+		}
+	}
+	sh.sealed <- sealOutcome{err: err}
+}
+
+// drain writes the shard's queued pieces; after a failure it only returns
+// their blocks to the pool.
+func (a *Assembler) drain(sh *openShard) error {
 	var err error
 	for pc := range sh.queue {
 		if err == nil && a.ctx.Err() == nil {
@@ -417,30 +490,36 @@ func (a *Assembler) write(sh *openShard, gate <-chan struct{}) {
 			a.blocks.put(pc.blocks...)
 		}
 	}
-	if err == nil {
+	return err
+}
+
+// commitSealed commits a sealed shard once its layer's seals are recorded.
+// A recorded seal is committed even if the assembler fails meanwhile: the
+// journal counts it as stored. Before that, a failure aborts it.
+func (a *Assembler) commitSealed(sh *openShard, recorded <-chan struct{}) error {
+	select {
+	case <-recorded:
+	case <-a.ctx.Done():
 		select {
-		case <-gate:
-		case <-a.ctx.Done():
+		case <-recorded:
+		default:
+			_ = sh.w.Abort()
+			return a.stopped(a.ctx.Err())
 		}
 	}
-	if err == nil && a.ctx.Err() == nil {
-		a.commits <- struct{}{}
-		start := time.Now()
-		if cerr := sh.w.Commit(); cerr != nil {
-			err = fmt.Errorf("shard %s: %w", sh.key, cerr)
-		}
-		a.store.Add(0, time.Since(start))
-		<-a.commits
-	} else {
-		_ = sh.w.Abort()
-		if err == nil {
-			err = a.stopped(a.ctx.Err())
-		}
+	return a.commit(sh)
+}
+
+func (a *Assembler) commit(sh *openShard) error {
+	a.commits <- struct{}{}
+	defer func() { <-a.commits }()
+	start := time.Now()
+	err := sh.w.Commit()
+	a.store.Add(0, time.Since(start))
+	if err != nil {
+		return fmt.Errorf("shard %s: %w", sh.key, err)
 	}
-	a.mu.Lock()
-	a.inFlight--
-	a.mu.Unlock()
-	sh.result <- err
+	return nil
 }
 
 // finish queues each shard's index and closes its queue, then leaves the
@@ -466,37 +545,107 @@ func (a *Assembler) finish(ls *levelShards) error {
 		sh.close()
 	}
 	shards, level, layer := ls.shards, ls.level.Index, ls.layer
-	done := make(chan struct{})
-	ls.prev = done
+	lr := layerRecord{level: level, layer: layer, size: size,
+		sealGate: ls.prevSealed, gate: ls.prev, recorded: ls.recorded,
+		sealed: make(chan struct{}), done: make(chan struct{})}
+	ls.prevSealed, ls.prev = lr.sealed, lr.done
 	ls.shards = nil
 	ls.layer = -1
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer func() { <-ls.slots }()
-		var errs []error
-		for _, sh := range shards {
-			if err := <-sh.result; err != nil {
-				errs = append(errs, err)
-			}
-		}
-		err := errors.Join(errs...)
-		if err == nil {
-			a.mu.Lock()
-			a.written += size
-			a.mu.Unlock()
-			if a.LayerDone != nil {
-				a.doneMu.Lock()
-				err = a.LayerDone(level, layer)
-				a.doneMu.Unlock()
-			}
-		}
-		if err != nil {
+		if err := a.record(shards, lr); err != nil {
 			a.fail(err)
-			return
 		}
-		close(done)
 	}()
+	return nil
+}
+
+// layerRecord is one finished layer on its way to the journal: the gates
+// it waits for (the level's previous layer's seals, and its LayerDone) and
+// the ones it opens (its own, and its shards' commits).
+type layerRecord struct {
+	level          int
+	layer          int64
+	size           int64
+	sealGate, gate <-chan struct{}
+	recorded       chan struct{} // this layer's seals are recorded: its shards may commit
+	sealed, done   chan struct{} // for the next layer: seals recorded, LayerDone called
+}
+
+// record takes a layer to the journal: once every shard is sealed (or, on
+// a store that does not seal, committed) and the level's previous layer's
+// seals are recorded, it records this layer's seals (Sealed) and lets its
+// sealed shards commit; once they are committed and the previous layer is
+// done, it reports this one done (LayerDone). Seals run ahead of commits,
+// so several layers commit at once, while LayerDone stays in order and
+// after every commit — what it records is always visible.
+func (a *Assembler) record(shards []*openShard, lr layerRecord) error {
+	var errs []error
+	var seals []SealedObject
+	var sealedShards []*openShard
+	for _, sh := range shards {
+		o := <-sh.sealed
+		switch {
+		case o.err != nil:
+			errs = append(errs, o.err)
+		case o.obj != nil:
+			seals = append(seals, *o.obj)
+			sealedShards = append(sealedShards, sh)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	select {
+	case <-lr.sealGate:
+	case <-a.ctx.Done():
+		return a.stopped(a.ctx.Err())
+	}
+	if a.Sealed != nil {
+		a.doneMu.Lock()
+		err := a.Sealed(lr.level, lr.layer, seals)
+		a.doneMu.Unlock()
+		if err != nil {
+			// Unrecorded seals are aborted by their writers once they
+			// see the failure.
+			return err
+		}
+	}
+	// From here the seals are on record: their commits go ahead whatever
+	// happens next.
+	close(lr.recorded)
+	close(lr.sealed)
+	for _, sh := range sealedShards {
+		if err := <-sh.result; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	select {
+	case <-lr.gate:
+	case <-a.ctx.Done():
+		return a.stopped(a.ctx.Err())
+	}
+	a.mu.Lock()
+	a.written += lr.size
+	a.mu.Unlock()
+	a.doneMu.Lock()
+	defer a.doneMu.Unlock()
+	if a.LayerDone != nil {
+		if err := a.LayerDone(lr.level, lr.layer); err != nil {
+			return err
+		}
+	}
+	// Only now may the seals' records go: the journal's resume point
+	// covers them.
+	if len(seals) > 0 && a.Committed != nil {
+		a.Committed(seals)
+	}
+	close(lr.done)
 	return nil
 }
 

@@ -175,3 +175,181 @@ func TestAFailedCommitStopsTheAssemblerAndRecordsNoLaterLayer(t *testing.T) {
 		}
 	}
 }
+
+// sealStore's writers seal: Seal keeps the bytes aside, Commit makes them
+// visible after a pause, so commits of several layers can overlap.
+type sealStore struct {
+	slowStore
+	recorded   map[string]bool // seals the assembler has recorded
+	aborted    map[string]bool
+	committing map[int64]int // shards committing now, by layer
+	overlap    int           // most layers committing at once
+}
+
+type sealWriter struct {
+	slowWriter
+}
+
+func (w *sealWriter) Seal() (pipeline.SealedObject, bool, error) {
+	return pipeline.SealedObject{Key: w.key, UploadID: "u-" + w.key, Size: int64(w.buf.Len())}, true, nil
+}
+
+func layerOf(t *testing.T, key string) int64 {
+	var l int64
+	if _, err := fmt.Sscanf(key, "asm.ome.zarr/0/c/%d/", &l); err != nil {
+		t.Fatalf("key %s: %v", key, err)
+	}
+	return l
+}
+
+func TestSealsAreRecordedInOrderCommitsOverlapAndLayersAreDoneInOrderOnceVisible(t *testing.T) {
+	p := assemblePlan(t, 8<<30)
+	if p.Store.LayersInFlight < 2 {
+		t.Fatalf("store plan %+v: no overlap to test", p.Store)
+	}
+	s := &sealStore{slowStore: slowStore{rng: rand.New(rand.NewPCG(5, 6)), objects: map[string][]byte{}},
+		recorded: map[string]bool{}, aborted: map[string]bool{}, committing: map[int64]int{}}
+	a := pipeline.NewAssembler(context.Background(), p, &sealingStore{s: s, t: t})
+	var sealedLayers, doneLayers []int64
+	a.Sealed = func(_ int, layer int64, objs []pipeline.SealedObject) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		l := layerOf(t, objs[0].Key)
+		if l != layer {
+			t.Errorf("layer %d's record holds layer %d's shards", layer, l)
+		}
+		for _, o := range objs {
+			if layerOf(t, o.Key) != l {
+				t.Errorf("one record holds layers %d and %d", l, layerOf(t, o.Key))
+			}
+			s.recorded[o.Key] = true
+		}
+		sealedLayers = append(sealedLayers, l)
+		return nil
+	}
+	a.LayerDone = func(_ int, layer int64) error {
+		// What the journal counts must be visible: every shard of this
+		// layer and of those before it.
+		s.mu.Lock()
+		n := 0
+		for k := range s.objects {
+			if layerOf(t, k) <= layer {
+				n++
+			}
+		}
+		s.mu.Unlock()
+		if n != 4*int(layer+1) {
+			t.Errorf("layer %d done with %d shards of layers 0…%d visible, want %d", layer, n, layer, 4*(layer+1))
+		}
+		doneLayers = append(doneLayers, layer)
+		return nil
+	}
+	var committed []string
+	a.Committed = func(objs []pipeline.SealedObject) {
+		for _, o := range objs {
+			committed = append(committed, o.Key)
+		}
+	}
+	if err := feed(context.Background(), p, a); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if i >= len(sealedLayers) || sealedLayers[i] != int64(i) || doneLayers[i] != int64(i) {
+			t.Fatalf("seals recorded for layers %v, layers done %v; want 0…11 in order", sealedLayers, doneLayers)
+		}
+	}
+	if len(s.objects) != 48 || len(committed) != 48 {
+		t.Fatalf("%d shards stored, %d reported committed; want 48", len(s.objects), len(committed))
+	}
+	if s.overlap < 2 {
+		t.Fatalf("at most %d layer(s) committed at once: the commits did not overlap", s.overlap)
+	}
+	// The same bytes as a store that does not seal.
+	plain := &slowStore{rng: rand.New(rand.NewPCG(1, 2)), objects: map[string][]byte{}}
+	if err := feed(context.Background(), p, pipeline.NewAssembler(context.Background(), p, plain)); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range plain.objects {
+		if !bytes.Equal(s.objects[k], v) {
+			t.Errorf("%s differs between a sealing and a plain store", k)
+		}
+	}
+}
+
+func TestAFailedSealedCommitFailsTheRunButRecordedSealsStillCommitAndUnrecordedOnesAbort(t *testing.T) {
+	p := assemblePlan(t, 8<<30)
+	s := &sealStore{slowStore: slowStore{rng: rand.New(rand.NewPCG(7, 8)), objects: map[string][]byte{}, failKey: "asm.ome.zarr/0/c/5/1/0"},
+		recorded: map[string]bool{}, aborted: map[string]bool{}, committing: map[int64]int{}}
+	a := pipeline.NewAssembler(context.Background(), p, &sealingStore{s: s, t: t})
+	a.Sealed = func(_ int, _ int64, objs []pipeline.SealedObject) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, o := range objs {
+			s.recorded[o.Key] = true
+		}
+		return nil
+	}
+	err := feed(context.Background(), p, a)
+	if err == nil || !strings.Contains(err.Error(), "injected commit failure") || !strings.Contains(err.Error(), "c/5/1/0") {
+		t.Fatalf("err = %v, want the injected failure naming its shard", err)
+	}
+	a.Abort()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.recorded {
+		if _, ok := s.objects[k]; !ok && k != s.failKey {
+			t.Errorf("recorded seal %s was not committed", k)
+		}
+		if s.aborted[k] {
+			t.Errorf("recorded seal %s was aborted", k)
+		}
+	}
+	for k := range s.objects {
+		if !s.recorded[k] {
+			t.Errorf("%s was committed without its seal on record", k)
+		}
+	}
+}
+
+// sealingStore hands out sealWriters that report to the test.
+type sealingStore struct {
+	s *sealStore
+	t *testing.T
+}
+
+func (st *sealingStore) Create(_ context.Context, key string) (pipeline.ObjectWriter, error) {
+	return &trackedSealWriter{sealWriter: sealWriter{slowWriter: slowWriter{s: &st.s.slowStore, key: key}}, st: st}, nil
+}
+func (st *sealingStore) Put(context.Context, string, []byte) error { return nil }
+func (st *sealingStore) Delete(context.Context, string) error      { return nil }
+
+type trackedSealWriter struct {
+	sealWriter
+	st *sealingStore
+}
+
+func (w *trackedSealWriter) Commit() error {
+	s, l := w.st.s, layerOf(w.st.t, w.key)
+	s.mu.Lock()
+	if !s.recorded[w.key] {
+		w.st.t.Errorf("%s commits before its seal is recorded", w.key)
+	}
+	s.committing[l]++
+	s.overlap = max(s.overlap, len(s.committing))
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.committing[l]--; s.committing[l] == 0 {
+			delete(s.committing, l)
+		}
+		s.mu.Unlock()
+	}()
+	return w.slowWriter.Commit()
+}
+
+func (w *trackedSealWriter) Abort() error {
+	w.st.s.mu.Lock()
+	defer w.st.s.mu.Unlock()
+	w.st.s.aborted[w.key] = true
+	return nil
+}

@@ -26,6 +26,13 @@ type ConvertOptions struct {
 	// moves on: every level has committed every shard before level-0 layer
 	// resume, and all levels start a layer there.
 	LayerDone func(resume int64) error
+	// Sealed records a layer's sealed objects (on a store whose writers
+	// seal), layer after layer, before they are made visible; a restart
+	// finishes them (Finisher) and may then resume at the last finished
+	// one's Resume. Committed says they are visible and LayerDone covers
+	// them: their records may go.
+	Sealed    func(objs []SealedObject) error
+	Committed func(objs []SealedObject)
 	// Epochs, when set, supplies the level-0 epochs in place of reading
 	// the raw file (bench places frames in the engine's staging buffers).
 	// It must start at FirstLayer's first epoch.
@@ -88,6 +95,23 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 
 	asm := NewAssembler(ctx, p, sink)
 	asm.LayerDone = resumeTracker(p, opts.FirstLayer, opts.LayerDone)
+	if opts.Sealed != nil {
+		// The resume point each record reaches once it, and every record
+		// before it, is visible: as LayerDone's, but counted at seals.
+		sealedTo := opts.FirstLayer
+		track := resumeTracker(p, opts.FirstLayer, func(r int64) error { sealedTo = r; return nil })
+		asm.Sealed = func(level int, layer int64, objs []SealedObject) error {
+			_ = track(level, layer)
+			if len(objs) == 0 {
+				return nil
+			}
+			for i := range objs {
+				objs[i].Resume = sealedTo
+			}
+			return opts.Sealed(objs)
+		}
+	}
+	asm.Committed = opts.Committed
 	first := opts.FirstLayer * p.Levels[0].Grid.Shard[0]
 	var staging [][]byte
 	if st, ok := eng.(Stager); ok {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -71,3 +72,45 @@ type UploadHooks struct {
 	Started func(key, uploadID string)
 	Done    func(key, uploadID string)
 }
+
+// SealedObject is an object whose every byte the store holds but which is
+// not yet visible at its key: an S3 multipart upload with all its parts
+// uploaded. Finishing it needs none of its bytes again, so once a journal
+// has recorded it, its layer counts as stored even before it is visible.
+type SealedObject struct {
+	Key      string `json:"key"` // from the bucket's root
+	UploadID string `json:"upload_id"`
+	Size     int64  `json:"size"`
+	Checksum string `json:"checksum"` // the whole object's, as the store states it
+	// Resume is the resume point (as ConvertOptions.LayerDone reports
+	// them) reached once this object, and every object sealed before it,
+	// is visible: how far a restart that finishes them may skip.
+	Resume int64 `json:"resume"`
+}
+
+// Sealer is an ObjectWriter that can store every byte before it makes the
+// object visible. It lets the commits of several layers overlap without
+// loosening the journal: seals are recorded in order, the objects made
+// visible side by side, and a layer counted as done once visible, in
+// order; a restart finishes the recorded seals instead of redoing them.
+//
+// After a successful Seal, Commit only makes the object visible and leaves
+// a failed attempt to Finish (the record is the authority now); Abort
+// still discards it. ok is false when the writer had nothing to seal (an
+// object small enough to be written whole at Commit): the caller commits
+// it in order instead.
+type Sealer interface {
+	Seal() (obj SealedObject, ok bool, err error)
+}
+
+// Finisher is a store that makes a sealed object visible from its record
+// alone, as a resumed job does after a crash. It returns ErrUnfinishable
+// when the store no longer holds the sealed bytes and the object is not
+// stored either: the layer must be written again.
+type Finisher interface {
+	Finish(ctx context.Context, obj SealedObject) error
+}
+
+// ErrUnfinishable: a sealed object's upload is gone and the object is not
+// stored.
+var ErrUnfinishable = errors.New("sealed object can no longer be finished")

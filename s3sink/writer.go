@@ -44,6 +44,7 @@ type shardWriter struct {
 	mu      sync.Mutex
 	done    []types.CompletedPart
 	err     error
+	sealed  string // after Seal, the object's checksum: Commit only completes
 }
 
 // Create starts a shard object. Nothing is sent until a part is full.
@@ -171,63 +172,111 @@ func (w *shardWriter) sendPart() error {
 	return nil
 }
 
-// Commit sends the tail (with the index) as the last part and completes
-// the upload — or, for a shard smaller than one part, puts it whole — and
-// then proves the object is stored: HeadObject must show its size and
-// CRC64NVME. On any failure the upload is aborted.
-func (w *shardWriter) Commit() error {
-	defer w.release()
-	want := checksumHeader(crc64Combine(w.whole, w.part.Sum64(), int64(len(*w.buf))))
+// Seal sends the tail (with the index) as the last part and waits for
+// every part: the object's bytes are all on the server, none visible yet.
+// A shard smaller than one part has started no upload and is not sealed:
+// Commit puts it whole. After a failure the upload is aborted.
+func (w *shardWriter) Seal() (pipeline.SealedObject, bool, error) {
 	if w.uploadID == "" {
-		return w.s.putVerified(w.ctx, w.key, *w.buf, want)
+		return pipeline.SealedObject{}, false, w.failed()
 	}
+	want := w.want()
+	if err := w.sendAll(); err != nil {
+		w.abort()
+		return pipeline.SealedObject{}, false, err
+	}
+	w.sealed = want
+	// The record of the seal vouches for the object from now on: its
+	// completion must not die with the job that sealed it.
+	w.ctx = context.WithoutCancel(w.ctx)
+	return pipeline.SealedObject{Key: w.key, UploadID: w.uploadID, Size: w.size, Checksum: want}, true, nil
+}
+
+// sendAll sends the tail as the last part and waits for every part.
+func (w *shardWriter) sendAll() error {
 	if len(*w.buf) > 0 {
 		if err := w.sendPart(); err != nil {
 			w.wg.Wait()
-			w.abort()
 			return err
 		}
 	}
 	w.wg.Wait()
-	if err := w.failed(); err != nil {
-		w.abort()
-		return err
+	return w.failed()
+}
+
+// want is the whole object's CRC64NVME as S3 states it.
+func (w *shardWriter) want() string {
+	return checksumHeader(crc64Combine(w.whole, w.part.Sum64(), int64(len(*w.buf))))
+}
+
+// Commit completes the upload (sealing it first if Seal was not called) —
+// or, for a shard smaller than one part, puts it whole — and then proves
+// the object is stored: HeadObject must show its size and CRC64NVME. On a
+// failure the upload is aborted, unless it was sealed: a sealed upload is
+// left for Finish, since a journal may count on it.
+func (w *shardWriter) Commit() error {
+	defer w.release()
+	if w.uploadID == "" {
+		return w.s.putVerified(w.ctx, w.key, *w.buf, w.want())
 	}
-	parts := slices.Clone(w.done)
-	slices.SortFunc(parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
-	in := &s3.CompleteMultipartUploadInput{
-		Bucket:            &w.s.bucket,
-		Key:               &w.key,
-		UploadId:          &w.uploadID,
-		MultipartUpload:   &types.CompletedMultipartUpload{Parts: parts},
-		ChecksumCRC64NVME: aws.String(want),
-		ChecksumType:      types.ChecksumTypeFullObject,
-		MpuObjectSize:     aws.Int64(w.size),
-	}
-	if w.s.conditional {
-		in.IfNoneMatch = aws.String("*")
-	}
-	_, err := w.s.client.CompleteMultipartUpload(w.ctx, in)
-	if err != nil {
-		// The outcome is ambiguous: the complete may have taken effect and
-		// lost its answer, a retry may have met the finished upload, or
-		// If-None-Match may have met an earlier identical write. The
-		// stored object settles it.
-		w.s.log.Debug("complete was ambiguous; settling by HeadObject", zap.String("key", w.key), zap.Error(err))
-	}
-	if verr := w.s.verify(w.ctx, w.key, w.size, want); verr != nil {
-		if err == nil {
-			err = verr
-		} else if !errors.Is(verr, errNotStored) {
-			err = verr
+	if w.sealed == "" {
+		want := w.want()
+		if err := w.sendAll(); err != nil {
+			w.abort()
+			return err
 		}
-		w.abort()
-		return fmt.Errorf("completing %d parts: %w", len(parts), err)
+		if err := w.s.complete(w.ctx, w.key, w.uploadID, w.parts(), w.size, want); err != nil {
+			w.abort()
+			return err
+		}
+	} else if err := w.s.complete(w.ctx, w.key, w.uploadID, w.parts(), w.size, w.sealed); err != nil {
+		return err
 	}
 	if w.s.hooks.Done != nil {
 		w.s.hooks.Done(w.key, w.uploadID)
 	}
 	w.sweepOrphans()
+	return nil
+}
+
+// parts is the completed parts in order.
+func (w *shardWriter) parts() []types.CompletedPart {
+	parts := slices.Clone(w.done)
+	slices.SortFunc(parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+	return parts
+}
+
+// complete completes an upload of size bytes whose whole CRC64NVME is
+// want, and proves the object stored.
+func (s *Sink) complete(ctx context.Context, key, uploadID string, parts []types.CompletedPart, size int64, want string) error {
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket:            &s.bucket,
+		Key:               &key,
+		UploadId:          &uploadID,
+		MultipartUpload:   &types.CompletedMultipartUpload{Parts: parts},
+		ChecksumCRC64NVME: aws.String(want),
+		ChecksumType:      types.ChecksumTypeFullObject,
+		MpuObjectSize:     aws.Int64(size),
+	}
+	if s.conditional {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := s.client.CompleteMultipartUpload(ctx, in)
+	if err != nil {
+		// The outcome is ambiguous: the complete may have taken effect and
+		// lost its answer, a retry may have met the finished upload, or
+		// If-None-Match may have met an earlier identical write. The
+		// stored object settles it.
+		s.log.Debug("complete was ambiguous; settling by HeadObject", zap.String("key", key), zap.Error(err))
+	}
+	if verr := s.verify(ctx, key, size, want); verr != nil {
+		if err == nil {
+			err = verr
+		} else if !errors.Is(verr, errNotStored) {
+			err = verr
+		}
+		return fmt.Errorf("completing %d parts: %w", len(parts), err)
+	}
 	return nil
 }
 

@@ -68,7 +68,7 @@ func TestSIGKILLAtTwentyFiveMomentsLosesNothingAndRedoesAtMostOneLayerPerRestart
 		t.Skip("-short: the crash test runs the daemon 26 times")
 	}
 	b := startBackend(t, s3test.StartMinIO)
-	crashAndResume(t, b, b.srv.Endpoint, 25, 400*time.Millisecond)
+	_, _ = crashAndResume(t, b, b.srv.Endpoint, 25, 400*time.Millisecond)
 }
 
 // TestSIGKILLDuringOverlappingLayerCommits kills the daemon while one shard
@@ -87,7 +87,12 @@ func TestSIGKILLDuringOverlappingLayerCommitsLosesNothingAndRedoesAtMostOneLayer
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	logs := crashAndResume(t, b, proxy.URL(), 12, 900*time.Millisecond)
+	logs, settled := crashAndResume(t, b, proxy.URL(), 12, 900*time.Millisecond)
+	// Held-back completes leave sealed shards at most kills: some restart
+	// must have finished them, or the sealed path went untested.
+	if settled == 0 {
+		t.Fatal("no restart finished a sealed shard")
+	}
 	// The plans the daemon logged must overlap commits and writes, or this
 	// test would prove nothing new.
 	plans := 0
@@ -113,7 +118,7 @@ func TestSIGKILLDuringOverlappingLayerCommitsLosesNothingAndRedoesAtMostOneLayer
 // objects equal an uninterrupted conversion's, no multipart upload is left,
 // and no run redoes a layer an earlier run logged as stored. It returns
 // the runs' log files.
-func crashAndResume(t *testing.T, b *backend, endpoint string, kills int, sleepMax time.Duration) []string {
+func crashAndResume(t *testing.T, b *backend, endpoint string, kills int, sleepMax time.Duration) (logs []string, settled int) {
 	t.Helper()
 	base := t.TempDir()
 	spool, state := filepath.Join(base, "spool"), filepath.Join(base, "state")
@@ -161,7 +166,6 @@ log_level: debug
 	}
 	s := b.sink(t, "crash")
 	rng := rand.New(rand.NewPCG(2026, 11))
-	var logs []string
 	for done := 0; done < kills; {
 		lp := filepath.Join(base, fmt.Sprintf("run%02d.log", len(logs)))
 		logs = append(logs, lp)
@@ -213,7 +217,8 @@ log_level: debug
 		t.Fatalf("multipart uploads left: %v %v", ups, err)
 	}
 	// Rework: every run resumes past every layer an earlier run logged as
-	// stored, so only the layer in flight at a kill is ever done again.
+	// stored (or whose sealed shards its start finished), so only the
+	// layer in flight at a kill is ever done again.
 	var storedMax int64 = -1
 	var stored, aborted int
 	for i, lp := range logs {
@@ -227,6 +232,15 @@ log_level: debug
 			case "shard layer stored":
 				stored++
 				runMax = max(runMax, int64(ev["layer"].(float64)))
+			case "finished the shards sealed before the restart":
+				// Layers the crash left sealed, now visible, count once.
+				if done := int64(ev["layers_done"].(float64)); done-1 > runMax {
+					stored += int(done - 1 - runMax)
+					runMax = done - 1
+				}
+				if n := ev["shards"].(float64); n > 0 {
+					settled++
+				}
 			case "aborted a stale multipart upload":
 				aborted++
 			}
@@ -236,10 +250,10 @@ log_level: debug
 	if storedMax != layers-1 {
 		t.Fatalf("logs show layers up to %d stored, want %d", storedMax, layers-1)
 	}
-	t.Logf("%d kills, %d runs: %d objects identical to an uninterrupted run; %d layer commits for %d layers (rework %d ≤ %d restarts); %d stale uploads aborted",
-		kills, len(logs), n, stored, layers, stored-int(layers), kills, aborted)
+	t.Logf("%d kills, %d runs: %d objects identical to an uninterrupted run; %d layer commits for %d layers (rework %d ≤ %d restarts); %d restarts finished sealed shards; %d stale uploads aborted",
+		kills, len(logs), n, stored, layers, stored-int(layers), kills, settled, aborted)
 	if stored-int(layers) > kills {
 		t.Fatalf("rework of %d layers over %d restarts", stored-int(layers), kills)
 	}
-	return logs
+	return logs, settled
 }
