@@ -28,7 +28,7 @@ type Destination struct {
 	Profile            string `yaml:"profile,omitempty"`          // section of the shared config / credentials file
 	CredentialsFile    string `yaml:"credentials_file,omitempty"` // shared-credentials (INI) file; in the daemon file absolute, ${CREDENTIALS_DIRECTORY} expanded
 	PartSize           Size   `yaml:"part_size"`                  // default 16 MiB, 5 MiB…5 GiB: multipart part size
-	MaxPartsInFlight   int    `yaml:"max_parts_in_flight"`        // default 8, 1…256: UploadPart requests at once
+	MaxPartsInFlight   int    `yaml:"max_parts_in_flight"`        // 1…256 UploadPart requests at once; 0 (default): from the memory budget, see PartsInFlight
 	NoRequestChecksums bool   `yaml:"no_request_checksums"`       // older servers: checksums only where an operation requires them
 	ConditionalWrites  string `yaml:"conditional_writes"`         // auto (default: probe), on, off: If-None-Match: * on writes
 	StorageClass       string `yaml:"storage_class,omitempty"`    // S3 storage class of every object (STANDARD, STANDARD_IA, …); empty: the bucket's default
@@ -43,7 +43,8 @@ const (
 	DefaultPartSize         = 16 * MiB
 	MinPartSize             = 5 * MiB // S3's minimum for every part but the last
 	MaxPartSize             = 5 * GiB // S3's maximum part size
-	DefaultMaxPartsInFlight = 8
+	DefaultMaxPartsInFlight = 8  // with no budget to size it by, and the least the budget picks
+	AutoMaxPartsInFlight    = 32 // the most the budget picks: about what saturates a local server
 	MaxPartsInFlight        = 256
 	DefaultConditional      = "auto"
 	MaxTags                 = 10
@@ -59,13 +60,26 @@ func (d Destination) WithDefaults() Destination {
 	if d.PartSize == 0 {
 		d.PartSize = DefaultPartSize
 	}
-	if d.MaxPartsInFlight == 0 {
-		d.MaxPartsInFlight = DefaultMaxPartsInFlight
-	}
 	if d.ConditionalWrites == "" {
 		d.ConditionalWrites = DefaultConditional
 	}
 	return d
+}
+
+// PartsInFlight is how many UploadPart requests a plan with this memory
+// budget keeps in flight: max_parts_in_flight when set, else as many parts
+// as a quarter of the budget holds, within DefaultMaxPartsInFlight…
+// AutoMaxPartsInFlight. Each costs a part buffer for as long as it flies;
+// more of them are what fills a fast link.
+func (d Destination) PartsInFlight(budget int64) int {
+	if d.MaxPartsInFlight > 0 {
+		return d.MaxPartsInFlight
+	}
+	part := int64(d.PartSize)
+	if part <= 0 {
+		part = int64(DefaultPartSize)
+	}
+	return int(min(max(budget/4/part, DefaultMaxPartsInFlight), AutoMaxPartsInFlight))
 }
 
 // OptionProblems checks every option but the url and the file paths
@@ -95,8 +109,8 @@ func (d Destination) OptionProblems() []FieldError {
 	case d.PartSize > MaxPartSize:
 		add("part_size", "%s is above S3's maximum of %s", d.PartSize, Size(MaxPartSize))
 	}
-	if d.MaxPartsInFlight < 1 || d.MaxPartsInFlight > MaxPartsInFlight {
-		add("max_parts_in_flight", "%d is not within %d…%d", d.MaxPartsInFlight, 1, MaxPartsInFlight)
+	if d.MaxPartsInFlight < 0 || d.MaxPartsInFlight > MaxPartsInFlight {
+		add("max_parts_in_flight", "%d is not within %d…%d (or 0: from the memory budget)", d.MaxPartsInFlight, 1, MaxPartsInFlight)
 	}
 	if !slices.Contains(conditionalChoices, d.ConditionalWrites) {
 		add("conditional_writes", "%s is not one of %s", quote(d.ConditionalWrites), strings.Join(conditionalChoices, ", "))

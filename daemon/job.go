@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/engine"
@@ -264,26 +265,37 @@ func (d *Daemon) confirmStored(ctx context.Context, job *Job) error {
 			return &pipeline.InputError{Err: fmt.Errorf("stored check: %w", err)}
 		}
 	}
+	// One HeadObject per shard, many at once: one after another they cost
+	// a round trip each (2 s for 128 shards on a local server).
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(confirmConcurrency)
 	var n int
 	for _, a := range ds.Levels {
 		extent := make([]int64, a.Grid.Rank())
 		for k := range extent {
 			extent[k] = a.Grid.Shards(k)
 		}
-		err := zarr.ForEach(extent, func(g []int64) error {
+		_ = zarr.ForEach(extent, func(gc []int64) error {
 			n++
-			if _, err := d.dest.Size(ctx, a.ShardKey(g)); err != nil {
-				return fmt.Errorf("stored check: %w", err)
-			}
-			return nil
+			key := a.ShardKey(gc)
+			g.Go(func() error {
+				if _, err := d.dest.Size(gctx, key); err != nil {
+					return fmt.Errorf("stored check: %w", err)
+				}
+				return nil
+			})
+			return gctx.Err()
 		})
-		if err != nil {
-			return err
-		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	d.log.Debug("every object stored", zap.String("job", job.ID), zap.Int("shards", n))
 	return nil
 }
+
+// confirmConcurrency bounds the HeadObjects of confirmStored in flight.
+const confirmConcurrency = 32
 
 // release archives or deletes the raw file and manifest, then forgets the
 // job. Each step tolerates having been done before a crash. A raw file

@@ -44,6 +44,10 @@ type Config struct {
 	config.Destination
 	Retry   config.Retry
 	OnRetry func(error)
+	// MemoryBudget is the plan's (per job, in the daemon): it sizes an S3
+	// store's parts in flight when max_parts_in_flight is 0. 0: the
+	// host's default budget.
+	MemoryBudget int64
 }
 
 // ErrConfig marks options that can never work (a bad URL, a missing CA
@@ -58,7 +62,13 @@ func Open(ctx context.Context, log *zap.Logger, c Config) (Store, error) {
 	case u == "":
 		return nil, fmt.Errorf("%w: no destination given", ErrConfig)
 	case strings.HasPrefix(u, "s3://"):
-		return s3sink.New(ctx, log, s3sink.Config{Destination: c.Destination, Retry: c.Retry, OnRetry: c.OnRetry})
+		d := c.Destination
+		budget := c.MemoryBudget
+		if budget <= 0 {
+			budget = int64(config.DefaultMemoryBudget())
+		}
+		d.MaxPartsInFlight = d.WithDefaults().PartsInFlight(budget)
+		return s3sink.New(ctx, log, s3sink.Config{Destination: d, Retry: c.Retry, OnRetry: c.OnRetry})
 	case strings.HasPrefix(u, "file://"):
 		return localfs.New(strings.TrimPrefix(u, "file://")), nil
 	case strings.Contains(u, "://"):

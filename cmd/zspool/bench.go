@@ -123,7 +123,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log, _ := newLogger(stderr, "info")
 	var sink pipeline.Sink = &pipeline.Discard{}
 	if *destURL != "" {
-		store, err := openDest(ctx, log, *destURL, df)
+		store, err := openDest(ctx, log, *destURL, df, opts.MemoryBudget)
 		if err != nil {
 			return destError(err)
 		}

@@ -119,7 +119,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *dryRun {
 		df.dst.ConditionalWrites = "off" // the probe of conditional writes writes an object
 	}
-	sink, err := openDest(ctx, log, *destSpec, df)
+	sink, err := openDest(ctx, log, *destSpec, df, opts.MemoryBudget)
 	if err != nil {
 		return destError(err)
 	}

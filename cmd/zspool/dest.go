@@ -33,7 +33,7 @@ func newDestFlags(fs *pflag.FlagSet) *destFlags {
 	fs.StringVar(&d.Profile, "profile", d.Profile, "shared-config profile for credentials")
 	fs.StringVar(&d.CredentialsFile, "credentials-file", d.CredentialsFile, "shared-credentials (INI) file, e.g. $CREDENTIALS_DIRECTORY/s3")
 	fs.Var(&d.PartSize, "part-size", "S3 multipart part size (min 5MiB); a shard must fit in 10,000 parts")
-	fs.IntVar(&d.MaxPartsInFlight, "max-parts-in-flight", d.MaxPartsInFlight, "UploadPart requests at once")
+	fs.IntVar(&d.MaxPartsInFlight, "max-parts-in-flight", d.MaxPartsInFlight, "UploadPart requests at once (0: from the memory budget, a quarter of it in parts, 8…32)")
 	fs.IntVar(&f.retry.MaxAttempts, "max-attempts", f.retry.MaxAttempts, "attempts per S3 request, first included")
 	fs.DurationVar((*time.Duration)(&f.retry.MaxBackoff), "max-backoff", time.Duration(f.retry.MaxBackoff), "cap of the backoff between attempts")
 	fs.BoolVar(&d.NoRequestChecksums, "no-request-checksums", d.NoRequestChecksums, "only send checksums an operation requires (older S3 servers)")
@@ -87,8 +87,9 @@ func flagName(key string) string {
 }
 
 // openDest opens a local directory (a path or file://path) or an s3://
-// destination, probing the latter before anything is written.
-func openDest(ctx context.Context, log *zap.Logger, url string, f *destFlags) (destination.Store, error) {
+// destination, probing the latter before anything is written; budget (0:
+// the default) sizes an S3 store's parts in flight.
+func openDest(ctx context.Context, log *zap.Logger, url string, f *destFlags, budget int64) (destination.Store, error) {
 	if url == "" {
 		return nil, fmt.Errorf("--dest is required")
 	}
@@ -96,5 +97,6 @@ func openDest(ctx context.Context, log *zap.Logger, url string, f *destFlags) (d
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", destination.ErrConfig, err)
 	}
+	c.MemoryBudget = budget
 	return destination.Open(ctx, log, c)
 }

@@ -31,7 +31,8 @@ func daemonOptions(c *config.Daemon) (daemon.Options, error) {
 	o := daemon.Options{
 		SpoolDir: c.SpoolDir, StateDir: c.StateDir, FailedDir: c.FailedDir,
 		Release: c.Release.Policy, ArchiveDir: c.Release.ArchiveDir,
-		Dest:           destination.Config{Destination: c.Destination, Retry: c.Retry},
+		Dest: destination.Config{Destination: c.Destination, Retry: c.Retry,
+			MemoryBudget: int64(c.MemoryBudget) / int64(max(1, c.ConcurrentJobs))},
 		ConcurrentJobs: c.ConcurrentJobs, MemoryBudget: int64(c.MemoryBudget),
 		Settle: time.Duration(c.Settle), RescanInterval: time.Duration(c.RescanInterval),
 		ShutdownTimeout: time.Duration(c.ShutdownTimeout),

@@ -33,7 +33,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	df.dst.ConditionalWrites = "off" // verify only reads: no probe object is written
 	dataset := fs.Arg(0)
 	destSpec, root := destination.SplitDataset(dataset)
-	store, err := openDest(ctx, log, destSpec, df)
+	store, err := openDest(ctx, log, destSpec, df, 0)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
