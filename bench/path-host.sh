@@ -13,7 +13,10 @@
 #   5. zspool convert --engine gpu    raw file → that S3 server, parts in
 #                                     flight from the budget (5b: 64)
 #   6. zspool run                     two such acquisitions spool → stored →
-#                                     released on that server
+#                                     released on that server (the default
+#                                     release: moved to the archive; delete
+#                                     would add the unlink of each 16 GiB file,
+#                                     ~1–2 s on tmpfs, to the next job's wait)
 #
 # The GPU host has no Go toolchain and no network: build the binaries here
 # with bench/path-host-build.sh, which puts them in .dev/, and bring them:
@@ -140,8 +143,6 @@ destination:
 engine: $gpu
 settle: 0s
 rescan_interval: 1s
-release:
-  policy: delete
 metrics:
   listen: "off"
 YAML
