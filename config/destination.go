@@ -43,8 +43,8 @@ const (
 	DefaultPartSize         = 16 * MiB
 	MinPartSize             = 5 * MiB // S3's minimum for every part but the last
 	MaxPartSize             = 5 * GiB // S3's maximum part size
-	DefaultMaxPartsInFlight = 8  // with no budget to size it by, and the least the budget picks
-	AutoMaxPartsInFlight    = 32 // the most the budget picks: about what saturates a local server
+	DefaultMaxPartsInFlight = 8       // with no budget to size it by, and the least the budget picks
+	AutoMaxPartsInFlight    = 32      // the most the budget picks: about what saturates a local server
 	MaxPartsInFlight        = 256
 	DefaultConditional      = "auto"
 	MaxTags                 = 10
