@@ -1,0 +1,96 @@
+package pipeline
+
+import "errors"
+
+// layerRecord is one finished layer on its way to the journal: the gates
+// it waits for (the level's previous layer's seals, and its LayerDone) and
+// the ones it opens (its own, and its shards' commits).
+type layerRecord struct {
+	level          int
+	layer          int64
+	size           int64
+	sealGate, gate <-chan struct{}
+	recorded       chan struct{} // this layer's seals are recorded: its shards may commit
+	sealed, done   chan struct{} // for the next layer: seals recorded, LayerDone called
+}
+
+// record takes a layer to the journal: once every shard is sealed (or, on
+// a store that does not seal, committed) and the level's previous layer's
+// seals are recorded, it records this layer's seals (Sealed) and lets its
+// sealed shards commit; once they are committed and the previous layer is
+// done, it reports this one done (LayerDone). Seals run ahead of commits,
+// so several layers commit at once, while LayerDone stays in order and
+// after every commit — what it records is always visible.
+func (a *Assembler) record(shards []*openShard, lr layerRecord) error {
+	var errs []error
+	var seals []SealedObject
+	var sealedShards []*openShard
+	for _, sh := range shards {
+		o := <-sh.sealed
+		switch {
+		case o.err != nil:
+			errs = append(errs, o.err)
+		case o.obj != nil:
+			seals = append(seals, *o.obj)
+			sealedShards = append(sealedShards, sh)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := a.await(lr.sealGate); err != nil {
+		return err
+	}
+	if a.Sealed != nil {
+		a.doneMu.Lock()
+		err := a.Sealed(lr.level, lr.layer, seals)
+		a.doneMu.Unlock()
+		if err != nil {
+			// Unrecorded seals are aborted by their writers once they
+			// see the failure.
+			return err
+		}
+	}
+	// From here the seals are on record: their commits go ahead whatever
+	// happens next.
+	close(lr.recorded)
+	close(lr.sealed)
+	for _, sh := range sealedShards {
+		if err := <-sh.result; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := a.await(lr.gate); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.written += lr.size
+	a.mu.Unlock()
+	a.doneMu.Lock()
+	defer a.doneMu.Unlock()
+	if a.LayerDone != nil {
+		if err := a.LayerDone(lr.level, lr.layer); err != nil {
+			return err
+		}
+	}
+	// Only now may the seals' records go: the journal's resume point
+	// covers them.
+	if len(seals) > 0 && a.Committed != nil {
+		a.Committed(seals)
+	}
+	close(lr.done)
+	return nil
+}
+
+// await waits for a gate to open, or for the assembler to stop.
+func (a *Assembler) await(gate <-chan struct{}) error {
+	select {
+	case <-gate:
+		return nil
+	case <-a.ctx.Done():
+		return a.stopped(a.ctx.Err())
+	}
+}
