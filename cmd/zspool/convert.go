@@ -85,6 +85,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	logLevel := fs.String("log-level", "info", "debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	dryRun := fs.Bool("dry-run", false, "print the plan (levels, grids, objects, memory, engine, destination checks) and write nothing")
+	cpuProfile := fs.String("cpu-profile", "", "write a Go CPU profile of the conversion to this file (go tool pprof reads it)")
 	var ef engineFlags
 	ef.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -125,6 +126,13 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *dryRun {
 		return printPlan(ctx, stdout, src, sink, opts, ef.engine)
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--cpu-profile: %w", err)}
+		}
+		defer stop()
 	}
 	res, err := convertSourceWith(ctx, log, src, sink, opts, ef.engine, stderr, *quiet)
 	if err != nil {
