@@ -35,10 +35,9 @@ type Config struct {
 // withDefaults fills what was left unset with the declared defaults.
 func (c Config) withDefaults() Config {
 	c.Destination = c.Destination.WithDefaults()
-	if c.MaxPartsInFlight == 0 {
-		// No budget to size it by here: destination.Open sizes it.
-		c.MaxPartsInFlight = config.DefaultMaxPartsInFlight
-	}
+	// With no budget to size it by here (destination.Open sizes it from
+	// the plan's), config's one rule gives its floor.
+	c.MaxPartsInFlight = c.PartsInFlight(0)
 	c.Retry = c.Retry.WithDefaults()
 	if c.ProbeTimeout <= 0 {
 		c.ProbeTimeout = probeTimeout
