@@ -216,8 +216,16 @@ func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]pipeline.Pe
 			return nil, fmt.Errorf("list multipart uploads %s: %w", prefix, err)
 		}
 		for _, u := range out.Uploads {
-			if key := aws.ToString(u.Key); strings.HasPrefix(key, prefix) {
-				ups = append(ups, pipeline.PendingUpload{Key: key, ID: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)})
+			key, id := aws.ToString(u.Key), aws.ToString(u.UploadId)
+			if !strings.HasPrefix(key, prefix) {
+				continue
+			}
+			ghost, err := s.ghostUpload(ctx, key, id)
+			if err != nil {
+				return nil, fmt.Errorf("list multipart uploads %s: %w", prefix, err)
+			}
+			if !ghost {
+				ups = append(ups, pipeline.PendingUpload{Key: key, ID: id, Initiated: aws.ToTime(u.Initiated)})
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) {
@@ -225,6 +233,27 @@ func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]pipeline.Pe
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
+}
+
+// ghostUpload reports whether a listed upload does not exist: the pinned
+// MinIO can go on listing an upload whose CompleteMultipartUpload was cut
+// off by a dying client and then raced by an abort (a restart's sweep after
+// SIGKILL): ListParts answers NoSuchUpload, AbortMultipartUpload answers
+// 204 and changes nothing, and the listing keeps the id for good (1 to 3 of 200
+// trials of that race). Such an entry holds no parts and no request can
+// remove it; kept, it would be "aborted" by every sweep and counted as a
+// leak by every audit. Only a definite NoSuchUpload makes a ghost: any
+// other failure is returned, so a sweep retries rather than skip a real
+// upload.
+func (s *Sink) ghostUpload(ctx context.Context, key, id string) (bool, error) {
+	_, err := s.client.ListParts(ctx, &s3.ListPartsInput{Bucket: &s.bucket, Key: &key, UploadId: &id, MaxParts: aws.Int32(1)})
+	switch {
+	case err == nil:
+		return false, nil
+	case errorCode(err) == "NoSuchUpload" || httpStatus(err) == 404:
+		return true, nil
+	}
+	return false, fmt.Errorf("upload %s of %s: %w", id, key, err)
 }
 
 // AbortUpload aborts one multipart upload; one already gone is fine.
