@@ -44,7 +44,7 @@ const (
 	MinPartSize             = 5 * MiB // S3's minimum for every part but the last
 	MaxPartSize             = 5 * GiB // S3's maximum part size
 	DefaultMaxPartsInFlight = 8       // with no budget to size it by, and the least the budget picks
-	AutoMaxPartsInFlight    = 32      // the most the budget picks: about what saturates a local server
+	AutoMaxPartsInFlight    = 64      // the most the budget picks: a local server on 16 cores gave 0.77× the transfer manager at 32, 0.81× at 64
 	MaxPartsInFlight        = 256
 	DefaultConditional      = "auto"
 	MaxTags                 = 10

@@ -33,7 +33,7 @@ func newDestFlags(fs *pflag.FlagSet) *destFlags {
 	fs.StringVar(&d.Profile, "profile", d.Profile, "shared-config profile for credentials")
 	fs.StringVar(&d.CredentialsFile, "credentials-file", d.CredentialsFile, "shared-credentials (INI) file, e.g. $CREDENTIALS_DIRECTORY/s3")
 	fs.Var(&d.PartSize, "part-size", "S3 multipart part size (min 5MiB); a shard must fit in 10,000 parts")
-	fs.IntVar(&d.MaxPartsInFlight, "max-parts-in-flight", d.MaxPartsInFlight, "UploadPart requests at once (0: from the memory budget, a quarter of it in parts, 8…32)")
+	fs.IntVar(&d.MaxPartsInFlight, "max-parts-in-flight", d.MaxPartsInFlight, "UploadPart requests at once (0: from the memory budget, a quarter of it in parts, 8…64)")
 	fs.IntVar(&f.retry.MaxAttempts, "max-attempts", f.retry.MaxAttempts, "attempts per S3 request, first included")
 	fs.DurationVar((*time.Duration)(&f.retry.MaxBackoff), "max-backoff", time.Duration(f.retry.MaxBackoff), "cap of the backoff between attempts")
 	fs.BoolVar(&d.NoRequestChecksums, "no-request-checksums", d.NoRequestChecksums, "only send checksums an operation requires (older S3 servers)")
