@@ -77,8 +77,19 @@ type levelShards struct {
 	// recorded is closed once the open layer's seals are recorded: its
 	// sealed shards may then commit.
 	recorded chan struct{}
-	slots    chan struct{} // layers of this level in flight
+	// slots bounds the layers that hold memory: open, or writing and
+	// sealing. A layer gives its slot back once every shard is sealed (or
+	// committed); pending bounds the layers not yet recorded, those
+	// waiting for their commits or for an earlier layer included.
+	slots   chan struct{}
+	pending chan struct{}
 }
+
+// pendingPerSlot is how many layers may wait for their commit and record
+// per layer in flight. A sealed layer holds no buffer, only its open
+// uploads; letting the next one start while it completes keeps the link
+// busy where a slow layer would otherwise hold up those behind it.
+const pendingPerSlot = 4
 
 type openShard struct {
 	key     string
@@ -118,8 +129,10 @@ type piece struct {
 // to the memory budget.
 type StorePlan struct {
 	// LayersInFlight is how many shard layers of one level may be open
-	// or committing at once: 1 lets a layer's commit overlap the next
-	// layer's encoding, more lets their writes overlap too.
+	// or sealing at once: 1 lets a layer's commit overlap the next
+	// layer's encoding, more lets their writes overlap too. Sealed
+	// layers, which hold no buffers, wait for their commits and records
+	// beside them (pendingPerSlot).
 	LayersInFlight int
 	// QueueBytes bounds the copies of chunk rows waiting for the shard
 	// writers; 0 writes each row from Add, with nothing queued.
@@ -146,7 +159,8 @@ func NewAssembler(ctx context.Context, p *Plan, sink Sink) *Assembler {
 	}
 	layers := max(1, p.Store.LayersInFlight)
 	for _, l := range p.Levels {
-		ls := &levelShards{level: l, layer: -1, prev: make(chan struct{}), prevSealed: make(chan struct{}), slots: make(chan struct{}, layers)}
+		ls := &levelShards{level: l, layer: -1, prev: make(chan struct{}), prevSealed: make(chan struct{}),
+			slots: make(chan struct{}, layers), pending: make(chan struct{}, pendingPerSlot*layers)}
 		close(ls.prev)
 		close(ls.prevSealed)
 		a.levels = append(a.levels, ls)
@@ -285,12 +299,14 @@ func (a *Assembler) stopped(err error) error {
 }
 
 func (a *Assembler) open(ctx context.Context, ls *levelShards, layer int64) error {
-	select {
-	case ls.slots <- struct{}{}:
-	case <-a.ctx.Done():
-		return a.stopped(a.ctx.Err())
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, sem := range []chan struct{}{ls.pending, ls.slots} {
+		select {
+		case sem <- struct{}{}:
+		case <-a.ctx.Done():
+			return a.stopped(a.ctx.Err())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	g := ls.level.Grid
 	r := g.Rank()
@@ -333,6 +349,7 @@ func (a *Assembler) finish(ls *levelShards) error {
 	var size int64
 	for _, sh := range ls.shards {
 		index := zarr.AppendIndex(nil, sh.entries)
+		sh.entries = nil // a layer waiting for its record holds no index
 		sh.off += uint64(len(index))
 		size += int64(sh.off)
 		if a.blocks == nil {
@@ -355,10 +372,18 @@ func (a *Assembler) finish(ls *levelShards) error {
 	ls.prevSealed, ls.prev = lr.sealed, lr.done
 	ls.shards = nil
 	ls.layer = -1
+	freed := false
+	lr.free = func() {
+		if !freed {
+			freed = true
+			<-ls.slots
+		}
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		defer func() { <-ls.slots }()
+		defer func() { <-ls.pending }()
+		defer lr.free()
 		if err := a.record(shards, lr); err != nil {
 			a.fail(err)
 		}

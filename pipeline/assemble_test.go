@@ -353,3 +353,83 @@ func (w *trackedSealWriter) Abort() error {
 	w.st.s.aborted[w.key] = true
 	return nil
 }
+
+// heldStore seals at once and holds every commit of layer 0 until
+// release is closed; it reports the layer of every shard it creates.
+type heldStore struct {
+	release chan struct{}
+	created chan int64
+	t       *testing.T
+}
+
+type heldWriter struct {
+	sealWriter
+	st *heldStore
+}
+
+func (st *heldStore) Create(_ context.Context, key string) (pipeline.ObjectWriter, error) {
+	st.created <- layerOf(st.t, key)
+	s := &slowStore{rng: rand.New(rand.NewPCG(3, 4)), objects: map[string][]byte{}}
+	return &heldWriter{sealWriter: sealWriter{slowWriter: slowWriter{s: s, key: key}}, st: st}, nil
+}
+func (st *heldStore) Put(context.Context, string, []byte) error { return nil }
+func (st *heldStore) Delete(context.Context, string) error      { return nil }
+
+func (w *heldWriter) Commit() error {
+	if layerOf(w.st.t, w.key) == 0 {
+		<-w.st.release
+	}
+	return w.slowWriter.Commit()
+}
+
+func TestASealedLayerWaitingForItsCommitDoesNotHoldUpTheNextLayers(t *testing.T) {
+	// The smallest budget: one layer in flight. Layer 0 seals, then its
+	// commit hangs (a slow CompleteMultipartUpload); the layers after it
+	// must still be written, up to the bound on layers not yet recorded,
+	// and no further.
+	p := assemblePlan(t, 8<<30)
+	small := assemblePlan(t, p.WorkingSet.Minimum())
+	if small.Store.LayersInFlight != 1 {
+		t.Fatalf("store plan %+v: want one layer in flight", small.Store)
+	}
+	st := &heldStore{release: make(chan struct{}), created: make(chan int64, 64), t: t}
+	a := pipeline.NewAssembler(context.Background(), small, st)
+	var done []int64
+	a.LayerDone = func(_ int, layer int64) error { done = append(done, layer); return nil }
+	fed := make(chan error, 1)
+	go func() { fed <- feed(context.Background(), small, a) }()
+
+	const bound = 4 // layers not yet recorded per layer in flight (pendingPerSlot)
+	highest := int64(-1)
+	deadline := time.After(10 * time.Second)
+	for highest < bound-1 {
+		select {
+		case l := <-st.created:
+			highest = max(highest, l)
+		case <-deadline:
+			t.Fatalf("with layer 0's commit held, only layers up to %d were opened; want up to %d", highest, bound-1)
+		}
+	}
+	for quiet := false; !quiet; {
+		select {
+		case l := <-st.created:
+			if l >= bound {
+				t.Fatalf("layer %d was opened while layer 0 was not recorded: more than %d layers pending", l, bound)
+			}
+		case <-time.After(100 * time.Millisecond):
+			quiet = true
+		}
+	}
+	if len(done) != 0 {
+		t.Fatalf("layers %v recorded before layer 0 was committed", done)
+	}
+	close(st.release)
+	if err := <-fed; err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if i >= len(done) || done[i] != int64(i) {
+			t.Fatalf("layers done %v, want 0…11 in order", done)
+		}
+	}
+}

@@ -12,6 +12,7 @@ type layerRecord struct {
 	sealGate, gate <-chan struct{}
 	recorded       chan struct{} // this layer's seals are recorded: its shards may commit
 	sealed, done   chan struct{} // for the next layer: seals recorded, LayerDone called
+	free           func()        // gives the layer's slot back: its shards hold no memory any more
 }
 
 // record takes a layer to the journal: once every shard is sealed (or, on
@@ -35,6 +36,9 @@ func (a *Assembler) record(shards []*openShard, lr layerRecord) error {
 			sealedShards = append(sealedShards, sh)
 		}
 	}
+	// Every shard is sealed, committed or failed: its queue is drained
+	// and its buffers are back, so the next layer may open.
+	lr.free()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -186,6 +186,9 @@ func (w *shardWriter) Seal() (pipeline.SealedObject, bool, error) {
 		return pipeline.SealedObject{}, false, err
 	}
 	w.sealed = want
+	// Nothing is written after a seal: the part buffer goes back now, so
+	// a sealed shard waiting for its commit holds no memory.
+	w.release()
 	// The record of the seal vouches for the object from now on: its
 	// completion must not die with the job that sealed it.
 	w.ctx = context.WithoutCancel(w.ctx)
