@@ -128,14 +128,16 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 
 } // namespace zl
 
-// zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment.
+// zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment;
+// min_match is zstdlit.Options' (5…8).
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-             uint32_t *seq_buf, uint32_t *seg_meta)
+             uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match)
 {
 	__shared__ zl::ParseShared S;
 	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
-		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3), S);
+		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3),
+		                  min_match, S);
 		__syncwarp();
 	}
 }

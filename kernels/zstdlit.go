@@ -127,7 +127,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
 	if err := d.fn.litParse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, 0, s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta)); err != nil {
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()))); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)
 	}
 	if err := lit.mark(s, 0); err != nil {

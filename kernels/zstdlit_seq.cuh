@@ -16,7 +16,7 @@
 constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
 constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
 constexpr int kHashBits = 8;
-constexpr uint32_t kMinMatch = 5;
+constexpr uint32_t kMinMatch = 5;                        // zstdlit.minMatchFloor: the parse's min_match is at least this
 constexpr uint32_t kSlotSeqs = (kSeg - 1) / kMinMatch; // 204: the most a segment holds
 constexpr uint16_t kNoPos = 0xFFFF;
 constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
@@ -201,7 +201,7 @@ __device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, ui
 // lane look up kBatch positions' candidates at once and test them in order,
 // which turns kBatch dependent chains of shared-memory loads into one; one
 // lane per segment leaves little else to hide their latency behind.
-__device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot)
+__device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot, uint32_t min_match)
 {
 	for (int h = 0; h < (1 << kHashBits) / 2; h++)
 		V.S.tab[h][V.lane] = 0xFFFFFFFFu;
@@ -244,7 +244,7 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 			for (uint32_t k = 1; k < kBatch; k++)
 				cand = at == k ? c[k] : cand;
 			l = V.match_len(cand + 4, i + at + 4, n) + 4;
-			if (l >= kMinMatch)
+			if (l >= min_match)
 				break;
 			l = 0;
 		}
@@ -523,7 +523,8 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 // parse_quarter parses quarter h of block bi: one segment per lane.
 __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
-                              uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, ParseShared &S)
+                              uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
+                              ParseShared &S)
 {
 	uint64_t chunk, off;
 	uint32_t n;
@@ -538,7 +539,7 @@ __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_by
 	const uint64_t g = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock + t;
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
 	load_segment(src + chunk * chunk_bytes + off + a, len, S, lane);
-	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs);
+	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, min_match);
 }
 
 // seq_block writes block bi's sequences section after where its literals

@@ -11,6 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zspool/zspool/internal/synth"
 	"github.com/zspool/zspool/zstdlit"
 	"github.com/zspool/zspool/zstdlit/corpus"
 )
@@ -65,11 +66,15 @@ func sameAsReference(t *testing.T, name string, chunks, frames [][]byte, opt zst
 
 func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
 	d := openDevice(t)
-	for _, c := range corpus.Cases() {
-		t.Run(c.Name, func(t *testing.T) {
-			chunks := [][]byte{c.Data}
-			sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks, zstdlit.Options{}), zstdlit.Options{})
-		})
+	// The default minimum match, 8-bit data's, and the longest allowed.
+	for _, mm := range []int{0, zstdlit.MinMatchFor(1), 8} {
+		opt := zstdlit.Options{MinMatch: mm}
+		for _, c := range corpus.Cases() {
+			t.Run(fmt.Sprintf("min_match_%d/%s", opt.ShortestMatch(), c.Name), func(t *testing.T) {
+				chunks := [][]byte{c.Data}
+				sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
+			})
+		}
 	}
 }
 
@@ -220,24 +225,48 @@ func BenchmarkLitKernels(b *testing.B) {
 	}
 	defer d.Close()
 	const total = 1 << 30
-	sets := []struct {
+	type set struct {
 		name string
 		data func() []byte
-	}{
-		{"mix", func() []byte { return tile(corpus.BenchMix(128), total) }}, // 64 MiB of 512×512 frames
-		{"dim", func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }},
-		{"bright", func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }},
-		{"uniform", func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }},
+		elem int
+	}
+	sets := []set{
+		{"mix", func() []byte { return tile(corpus.BenchMix(128), total) }, 2}, // 64 MiB of 512×512 frames
+		{"dim", func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }, 2},
+		{"bright", func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }, 2},
+		{"uniform", func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }, 2},
+	}
+	// The realistic cameras (the ratio benchmark's and zspool bench's):
+	// 32 frames of 1024×1024 each, tiled to the batch.
+	for _, cam := range synth.Cameras(1024, 1024) {
+		sets = append(sets, set{"camera-" + cam.Name, func() []byte {
+			fb := cam.FrameBytes()
+			frames := make([]byte, 32*fb)
+			for t := range int64(32) {
+				cam.Frame(frames[t*fb:(t+1)*fb], t)
+			}
+			return tile(frames, total)
+		}, cam.ElemSize()})
 	}
 	for _, set := range sets {
 		data := set.data()
+		// The engines' minimum match for the set's elements.
+		mm := zstdlit.MinMatchFor(set.elem)
 		runs := []struct {
 			chunk int64
 			opt   zstdlit.Options
-		}{{256 << 10, zstdlit.Options{}}, {1 << 20, zstdlit.Options{}}, {2 << 20, zstdlit.Options{}}, {2 << 20, zstdlit.Options{Checksum: true}}}
+		}{{256 << 10, zstdlit.Options{MinMatch: mm}}, {1 << 20, zstdlit.Options{MinMatch: mm}}, {2 << 20, zstdlit.Options{MinMatch: mm}},
+			{2 << 20, zstdlit.Options{MinMatch: mm, Checksum: true}}}
+		if mm != zstdlit.MinMatchFor(2) {
+			// Beside the 16-bit minimum, to compare the two.
+			runs = append(runs, struct {
+				chunk int64
+				opt   zstdlit.Options
+			}{2 << 20, zstdlit.Options{MinMatch: zstdlit.MinMatchFor(2)}})
+		}
 		for _, run := range runs {
 			chunk := run.chunk
-			name := fmt.Sprintf("%s/chunk=%dKiB", set.name, chunk>>10)
+			name := fmt.Sprintf("%s/chunk=%dKiB/min_match=%d", set.name, chunk>>10, run.opt.ShortestMatch())
 			if run.opt.Checksum {
 				name += "/checksum"
 			}

@@ -10,8 +10,8 @@ import "encoding/binary"
 //     p's (an 8-bit multiplicative hash), or none. Every position of
 //     the segment with 4 bytes left is inserted, inside matches too.
 //   - The parse is greedy: at p, the match with cand(p) is taken when its
-//     length (capped at the segment's end) is ≥ minMatch, else p is a
-//     literal.
+//     length (capped at the segment's end) is ≥ Options.MinMatch, else p
+//     is a literal.
 //   - Offsets are coded with repeat codes only against the offsets of the
 //     segment's own earlier sequences, whatever came before it; the
 //     decoder's history agrees with those entries, so the codes are right.
@@ -22,17 +22,20 @@ const (
 	SegmentSize = 1024
 	// hashBits sizes a segment's table of latest positions.
 	hashBits = 8
-	// minMatch is the shortest match taken: 4-byte matches cost more than
-	// their literals on 12-bit camera data.
-	minMatch = 5
-	noPos    = 0xFFFF
+	// minMatchFloor is the shortest match ever taken (Options.MinMatch may
+	// ask for longer): 4-byte matches cost more than their literals on
+	// 12-bit camera data, and a segment's sequence slots assume ≥ 5.
+	minMatchFloor = 5
+	minMatchCeil  = 8
+	noPos         = 0xFFFF
 )
 
 func hash4(v uint32) uint32 { return (v * 2654435761) >> (32 - hashBits) }
 
 // parser holds reusable scratch space for parseBlock.
 type parser struct {
-	table [1 << hashBits]uint16
+	minMatch uint32 // Options.minMatch; 0 (a zero parser) is the floor
+	table    [1 << hashBits]uint16
 	lits  []byte
 	seqs  []sequence
 }
@@ -53,6 +56,7 @@ func (p *parser) parseSegment(seg []byte, carry uint32) uint32 {
 	for i := range p.table {
 		p.table[i] = noPos
 	}
+	mm := max(p.minMatch, minMatchFloor)
 	var hist [3]uint32 // the segment's repeat offsets, most recent first
 	known := 0
 	litStart := 0
@@ -67,7 +71,7 @@ func (p *parser) parseSegment(seg []byte, carry uint32) uint32 {
 				l++
 			}
 		}
-		if l < minMatch {
+		if uint32(l) < mm {
 			i++
 			continue
 		}

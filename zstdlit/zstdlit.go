@@ -69,6 +69,28 @@ const (
 type Options struct {
 	// Checksum appends the low 4 bytes of the XXH64 of the content.
 	Checksum bool
+	// MinMatch is the shortest match taken, 5…8; 0 means 5. MinMatchFor
+	// picks it by element size.
+	MinMatch int
+}
+
+// ShortestMatch is the effective MinMatch, 5…8: the segments' sequence
+// slots (and the GPU's) are sized for matches of at least 5 bytes.
+func (o Options) ShortestMatch() int {
+	return min(max(o.MinMatch, minMatchFloor), minMatchCeil)
+}
+
+// MinMatchFor is the shortest match for elements of elemSize bytes.
+// Measured on the camera corpus (zstdlit's ratio against libzstd level 1,
+// 1 KiB segments): 8-bit frames 99.1% with 5 and 100.7% with 6, since a
+// 5-byte match there is five noisy pixels that rarely pay for their
+// sequence; 16-bit frames lose with 6 (dim 91.6% → 86.8%, bright 97.2% →
+// 96.1%) and keep 5.
+func MinMatchFor(elemSize int) int {
+	if elemSize == 1 {
+		return 6
+	}
+	return minMatchFloor
 }
 
 // Encode appends one zstd frame holding src to dst and returns the result.
@@ -80,6 +102,7 @@ func Encode(dst, src []byte, opt Options) []byte {
 		dst = appendBlockHeader(dst, true, blockRaw, 0)
 	}
 	e := encoders.Get().(*encoder)
+	e.p.minMatch = uint32(opt.ShortestMatch())
 	for off := 0; off < len(src); off += MaxBlockSize {
 		end := min(off+MaxBlockSize, len(src))
 		dst = e.appendBlock(dst, src[off:end], end == len(src))

@@ -255,3 +255,33 @@ func TestTheOutputBytesAreFixed(t *testing.T) {
 		t.Fatalf("the corpus encodes to different bytes: sha256 %s", got)
 	}
 }
+
+func TestTheMinimumMatchIsHeldAndStaysWithinTheSlotsBounds(t *testing.T) {
+	for _, tc := range []struct {
+		asked, want int
+	}{{0, 5}, {3, 5}, {5, 5}, {6, 6}, {8, 8}, {40, 8}} {
+		if got := (Options{MinMatch: tc.asked}).ShortestMatch(); got != tc.want {
+			t.Errorf("MinMatch %d: shortest match %d, want %d", tc.asked, got, tc.want)
+		}
+	}
+	for _, mm := range []int{5, 6, 8} {
+		var e encoder
+		e.p.minMatch = uint32(mm)
+		seqs := 0
+		for _, tc := range corpus.Cases() {
+			for off := 0; off < len(tc.Data); off += MaxBlockSize {
+				e.p.parseBlock(tc.Data[off:min(off+MaxBlockSize, len(tc.Data))])
+				for _, s := range e.p.seqs {
+					if s.matchLen < uint32(mm) {
+						t.Fatalf("min match %d: %s holds a match of %d bytes", mm, tc.Name, s.matchLen)
+					}
+				}
+				seqs += len(e.p.seqs)
+			}
+			decodes(t, tc.Data, Options{MinMatch: mm})
+		}
+		if seqs == 0 {
+			t.Fatalf("min match %d: the corpus parsed to no sequences at all", mm)
+		}
+	}
+}
