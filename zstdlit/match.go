@@ -34,10 +34,10 @@ func hash4(v uint32) uint32 { return (v * 2654435761) >> (32 - hashBits) }
 
 // parser holds reusable scratch space for parseBlock.
 type parser struct {
-	minMatch uint32 // Options.minMatch; 0 (a zero parser) is the floor
+	minMatch uint32 // Options.ShortestMatch; 0 (a zero parser) is the floor
 	table    [1 << hashBits]uint16
-	lits  []byte
-	seqs  []sequence
+	lits     []byte
+	seqs     []sequence
 }
 
 // parseBlock fills p.lits and p.seqs for blk.
