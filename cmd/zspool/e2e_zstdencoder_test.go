@@ -96,8 +96,8 @@ type blockCounts struct{ raw, rle, oneStream, fourStreams int }
 // encoder, not merely decodable), and counts the block types.
 func checkLitChunks(t *testing.T, dest, dataset string, counts *blockCounts) {
 	t.Helper()
-	forEachStoredChunk(t, dest, dataset, func(where string, stored, chunk []byte) {
-		if want := zstdlit.Encode(nil, chunk, zstdlit.Options{}); !bytes.Equal(stored, want) {
+	forEachStoredChunk(t, dest, dataset, func(where string, elem int, stored, chunk []byte) {
+		if want := zstdlit.Encode(nil, chunk, zstdlit.Options{MinMatch: zstdlit.MinMatchFor(elem)}); !bytes.Equal(stored, want) {
 			t.Fatalf("%s: %d stored bytes are not zstdlit's %d", where, len(stored), len(want))
 		}
 		countBlocks(stored[zstdlit.FrameHeaderSize(len(chunk)):], counts)
@@ -106,7 +106,7 @@ func checkLitChunks(t *testing.T, dest, dataset string, counts *blockCounts) {
 
 // forEachStoredChunk calls f with every present chunk of a local dataset's
 // level 0: where it is (for messages), its stored bytes and their decoding.
-func forEachStoredChunk(t *testing.T, dest, dataset string, f func(where string, stored, chunk []byte)) {
+func forEachStoredChunk(t *testing.T, dest, dataset string, f func(where string, elem int, stored, chunk []byte)) {
 	t.Helper()
 	ctx := context.Background()
 	store := localfs.New(dest)
@@ -135,7 +135,7 @@ func forEachStoredChunk(t *testing.T, dest, dataset string, f func(where string,
 			if err != nil {
 				return fmt.Errorf("shard %v slot %d: %w", sh, s, err)
 			}
-			f(fmt.Sprintf("%s shard %v slot %d", dataset, sh, s), stored, chunk)
+			f(fmt.Sprintf("%s shard %v slot %d", dataset, sh, s), a.Elem, stored, chunk)
 		}
 		return nil
 	})
