@@ -17,6 +17,7 @@ import (
 	"github.com/zspool/zspool/zstdlit"
 )
 
+// The old name, lit, is the segmented encoder: every plan names it so.
 func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
 	var planned atomic.Value
 	h := newHarness(t, destination.Config{}, func(o *Options) {
@@ -30,8 +31,8 @@ func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
 	raw := h.drop("lit", 2, 40, 50, nil)
 	h.waitFor("the acquisition archived", func() bool { return h.archived("lit") })
 	h.stop()
-	if got, _ := planned.Load().(string); got != pipeline.EncoderLit {
-		t.Fatalf("the plan's ZstdEncoder is %q, want %q", got, pipeline.EncoderLit)
+	if got, _ := planned.Load().(string); got != pipeline.EncoderSegmented {
+		t.Fatalf("the plan's ZstdEncoder is %q, want %q", got, pipeline.EncoderSegmented)
 	}
 
 	stored, chunk := firstChunk(t, h, "lit", raw)
@@ -53,7 +54,7 @@ func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
 func TestAnUnknownZstdEncoderStopsTheDaemonBeforeItStarts(t *testing.T) {
 	h := newHarness(t, destination.Config{}, func(o *Options) { o.ZstdEncoder = "zstdlit" })
 	_, err := New(context.Background(), zap.NewNop(), h.opt)
-	if err == nil || !strings.Contains(err.Error(), `zstd_encoder: "zstdlit" is not one of "klauspost", "lit"`) {
+	if err == nil || !strings.Contains(err.Error(), `zstd_encoder: "zstdlit" is not one of "klauspost", "segmented" (or "lit", its old name`) {
 		t.Fatalf("New = %v, want a refusal naming zstd_encoder, the value and the choices", err)
 	}
 }

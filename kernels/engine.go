@@ -207,9 +207,9 @@ func NewEngine(dev *Device, p *pipeline.Plan) (*Engine, error) {
 		e.closeCompressors()
 		return nil, err
 	}
-	switch enc := p.Options.ZstdEncoder; {
+	switch enc := pipeline.CanonicalZstdEncoder(p.Options.ZstdEncoder); {
 	case codec != "zstd":
-	case enc == pipeline.EncoderDefault || enc == pipeline.EncoderLit:
+	case enc == pipeline.EncoderDefault || enc == pipeline.EncoderSegmented:
 		if e.chunk >= litMaxChunk {
 			return fail(fmt.Errorf("chunks of %s: the GPU zstd encoder takes at most %s (use --zstd-encoder klauspost)",
 				pipeline.FormatBytes(e.chunk), pipeline.FormatBytes(litMaxChunk-1)))

@@ -22,7 +22,7 @@ const singleSegmentMax = 8 << 20
 
 // Compressor turns the chunks of one chunk row into stored bytes on
 // GOMAXPROCS-style workers, each owning its zstd encoder (klauspost, or
-// zstdlit when Options.ZstdEncoder is EncoderLit) and scratch buffer.
+// zstdlit when Options.ZstdEncoder is EncoderSegmented) and scratch buffer.
 // Engines differ in where chunk bytes come from (the CPU engine scatters
 // them; the GPU engine hands over its chunk-layout buffer); the encoding
 // and the fill-chunk rule are this one code path.
@@ -56,7 +56,7 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 		w := &compressWorker{scratch: make([]byte, chunkBytes)}
 		switch {
 		case m.Compression.Codec != "zstd":
-		case p.Options.ZstdEncoder == EncoderLit:
+		case CanonicalZstdEncoder(p.Options.ZstdEncoder) == EncoderSegmented:
 			// zstdlit keeps its tables in a pool of its own, and writes
 			// Frame_Content_Size into every frame and single-segment
 			// frames up to 8 MiB, as singleSegmentMax asks.

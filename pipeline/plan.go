@@ -34,17 +34,19 @@ type Options struct {
 	// largest object it takes.
 	Limits Limits
 	// ZstdEncoder picks the zstd encoder when the manifest's codec is
-	// zstd: EncoderDefault, EncoderKlauspost or EncoderLit.
+	// zstd: EncoderDefault, EncoderKlauspost or EncoderSegmented
+	// (EncoderLit, its old name, is taken for it; NewPlan keeps the
+	// canonical name).
 	//
 	// CPU engine: default klauspost. GPU engine: default is its own GPU
-	// encoder, which writes exactly what EncoderLit writes;
+	// encoder, which writes exactly what EncoderSegmented writes;
 	// EncoderKlauspost makes the GPU engine compress on the CPU with
 	// klauspost.
 	//
-	// The manifest's compression.level applies to klauspost only: zstdlit
-	// has no levels (it searches no matches), so with EncoderLit, or the
-	// GPU engine's default, the level is written into zarr.json but
-	// changes no byte of the chunks.
+	// The manifest's compression.level applies to klauspost only: the
+	// segmented encoder has no levels yet, so with it, or the GPU
+	// engine's default, the level is written into zarr.json but changes
+	// no byte of the chunks.
 	ZstdEncoder string
 	// ZstdChecksum appends each frame's XXH64 content checksum (zstd's
 	// Content_Checksum: the low 4 bytes, with Content_Checksum_flag set
@@ -70,21 +72,36 @@ const (
 	// EncoderKlauspost is github.com/klauspost/compress/zstd at the
 	// manifest's level, on the CPU.
 	EncoderKlauspost = "klauspost"
-	// EncoderLit is zstdlit on the CPU: the byte-exact reference of the
-	// GPU encoder.
+	// EncoderSegmented is zstdlit on the CPU, the byte-exact reference
+	// of the GPU encoder: matches searched per 1 KiB segment, so that
+	// the GPU parses every segment on a thread of its own.
+	EncoderSegmented = "segmented"
+	// EncoderLit is EncoderSegmented's old name, from when it wrote
+	// literals only; existing configs and scripts keep working.
 	EncoderLit = "lit"
 )
 
 // CheckZstdEncoder refuses a name other than EncoderDefault,
-// EncoderKlauspost and EncoderLit, so that callers (flags, the daemon's config) can refuse a misspelt knob
-// before anything is read or written. The message names the value and
-// the choices, not the knob: callers prefix their own name for it.
+// EncoderKlauspost, EncoderSegmented and EncoderLit, so that callers
+// (flags, the daemon's config) can refuse a misspelt knob before anything
+// is read or written. The message names the value and the choices, not
+// the knob: callers prefix their own name for it.
 func CheckZstdEncoder(name string) error {
 	switch name {
-	case EncoderDefault, EncoderKlauspost, EncoderLit:
+	case EncoderDefault, EncoderKlauspost, EncoderSegmented, EncoderLit:
 		return nil
 	}
-	return fmt.Errorf("%q is not one of %q, %q (or empty for the engine's default)", name, EncoderKlauspost, EncoderLit)
+	return fmt.Errorf("%q is not one of %q, %q (or %q, its old name; or empty for the engine's default)",
+		name, EncoderKlauspost, EncoderSegmented, EncoderLit)
+}
+
+// CanonicalZstdEncoder is the name an encoder goes by: EncoderLit is
+// EncoderSegmented, every other name is itself.
+func CanonicalZstdEncoder(name string) string {
+	if name == EncoderLit {
+		return EncoderSegmented
+	}
+	return name
 }
 
 func (o Options) withDefaults() Options {
@@ -162,6 +179,7 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 	if err := CheckZstdEncoder(opts.ZstdEncoder); err != nil {
 		return nil, fmt.Errorf("zstd_encoder: %w", err)
 	}
+	opts.ZstdEncoder = CanonicalZstdEncoder(opts.ZstdEncoder)
 	p := &Plan{Manifest: m, Options: opts, Elem: m.DType.Size(), RawSize: rawSize}
 	if p.Elem == 0 {
 		return nil, badInput(fmt.Errorf("dtype: %q is not supported", m.DType))

@@ -206,3 +206,22 @@ func TestSpareBudgetBuysOverlapAndMoreNeverBuysLess(t *testing.T) {
 		t.Errorf("the CPU plan on %d cores bought %+v: want a queue %v and more than one layer in flight", runtime.GOMAXPROCS(0), cpu.Store, wantQueue)
 	}
 }
+
+func TestTheOldEncoderNameLitPlansTheSegmentedEncoder(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
+		{"name":"t","size":4,"chunk":1},{"name":"y","size":64,"chunk":32},{"name":"x","size":64,"chunk":32}]}`)
+	for _, tc := range []struct{ asked, planned string }{
+		{EncoderLit, EncoderSegmented},
+		{EncoderSegmented, EncoderSegmented},
+		{EncoderKlauspost, EncoderKlauspost},
+		{EncoderDefault, EncoderDefault},
+	} {
+		p, err := NewPlan(m, "acq.raw", 4*64*64*2, Options{ZstdEncoder: tc.asked})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.asked, err)
+		}
+		if p.Options.ZstdEncoder != tc.planned {
+			t.Errorf("zstd_encoder %q planned as %q, want %q", tc.asked, p.Options.ZstdEncoder, tc.planned)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func TestAnUnknownZstdEncoderFlagIsBadUsageNamingTheFlag(t *testing.T) {
 			}
 			_, _, err := zspool(t, args...)
 			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), `--zstd-encoder: "fast" is not one of "klauspost", "lit"`) {
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), `--zstd-encoder: "fast" is not one of "klauspost", "segmented" (or "lit", its old name`) {
 				t.Fatalf("err = %v, want exit 2 naming --zstd-encoder, the value and the choices", err)
 			}
 		})
@@ -35,7 +35,7 @@ func TestAnUnknownZstdEncoderFlagIsBadUsageNamingTheFlag(t *testing.T) {
 }
 
 func TestTheDaemonConfigsZstdEncoderReachesTheDaemonOptions(t *testing.T) {
-	for _, enc := range []string{pipeline.EncoderDefault, pipeline.EncoderKlauspost, pipeline.EncoderLit} {
+	for _, enc := range []string{pipeline.EncoderDefault, pipeline.EncoderKlauspost, pipeline.EncoderSegmented, pipeline.EncoderLit} {
 		doc := "spool_dir: /s\nstate_dir: /t\ndestination:\n  url: /d\n"
 		if enc != "" {
 			doc += "zstd_encoder: " + enc + "\n"
@@ -211,12 +211,16 @@ func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 	}
 	var cases []interopCase
 	var counts blockCounts
-	for _, a := range acqs {
+	for i, a := range acqs {
 		mp := a.write(t, spool)
 		ds := a.name + ".ome.zarr"
 		raw := filepath.Join(spool, a.name+".raw")
+		enc := pipeline.EncoderSegmented
+		if i == 0 {
+			enc = pipeline.EncoderLit // the old name still works
+		}
 		t.Run(a.name, func(t *testing.T) {
-			if _, stderr, err := zspool(t, "convert", mp, "--dest", dest, "--zstd-encoder", "lit", "--quiet"); err != nil {
+			if _, stderr, err := zspool(t, "convert", mp, "--dest", dest, "--zstd-encoder", enc, "--quiet"); err != nil {
 				t.Fatalf("convert: %v\n%s", err, stderr)
 			}
 			out, stderr, err := zspool(t, "verify", filepath.Join(dest, ds), "--raw", raw, "--quiet")

@@ -178,8 +178,10 @@ func describeZstdEncoder(name string) string {
 			return "the engine's default (klauspost on the CPU, the GPU's own encoder on the GPU)"
 		}
 		return "the engine's default (klauspost)"
+	case pipeline.EncoderSegmented:
+		return "segmented (zstdlit; compression.level is not used)"
 	case pipeline.EncoderLit:
-		return "lit (zstdlit; compression.level is not used)"
+		return "segmented, by its old name lit (zstdlit; compression.level is not used)"
 	}
 	return name
 }

@@ -162,7 +162,7 @@ func TestAnUnknownZstdEncoderIsRefusedNamingItAndTheChoices(t *testing.T) {
 	if err == nil {
 		t.Fatal("an unknown encoder was accepted")
 	}
-	for _, want := range []string{`"gpu"`, `"klauspost"`, `"lit"`, "zstd_encoder"} {
+	for _, want := range []string{`"gpu"`, `"klauspost"`, `"segmented"`, `"lit"`, "zstd_encoder"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
