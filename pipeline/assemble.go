@@ -367,23 +367,15 @@ func (a *Assembler) finish(ls *levelShards) error {
 	}
 	shards, level, layer := ls.shards, ls.level.Index, ls.layer
 	lr := layerRecord{level: level, layer: layer, size: size,
-		sealGate: ls.prevSealed, gate: ls.prev, recorded: ls.recorded,
+		sealGate: ls.prevSealed, gate: ls.prev, recorded: ls.recorded, slots: ls.slots,
 		sealed: make(chan struct{}), done: make(chan struct{})}
 	ls.prevSealed, ls.prev = lr.sealed, lr.done
 	ls.shards = nil
 	ls.layer = -1
-	freed := false
-	lr.free = func() {
-		if !freed {
-			freed = true
-			<-ls.slots
-		}
-	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer func() { <-ls.pending }()
-		defer lr.free()
 		if err := a.record(shards, lr); err != nil {
 			a.fail(err)
 		}

@@ -12,7 +12,7 @@ type layerRecord struct {
 	sealGate, gate <-chan struct{}
 	recorded       chan struct{} // this layer's seals are recorded: its shards may commit
 	sealed, done   chan struct{} // for the next layer: seals recorded, LayerDone called
-	free           func()        // gives the layer's slot back: its shards hold no memory any more
+	slots          chan struct{} // the level's layers in flight: one is given back once the shards hold no memory
 }
 
 // record takes a layer to the journal: once every shard is sealed (or, on
@@ -38,7 +38,7 @@ func (a *Assembler) record(shards []*openShard, lr layerRecord) error {
 	}
 	// Every shard is sealed, committed or failed: its queue is drained
 	// and its buffers are back, so the next layer may open.
-	lr.free()
+	<-lr.slots
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
