@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,13 +43,7 @@ func TestSealedUploadsFinishFromTheirRecordAlone(t *testing.T) {
 		start func(testing.TB) *s3test.Server
 	}{{"minio", s3test.StartMinIO}, {"versitygw", s3test.StartVersityGW}} {
 		t.Run(srv.name, func(t *testing.T) {
-			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-			s := srv.start(t)
-			s.CreateBucket(t, "seal")
-			creds := filepath.Join(t.TempDir(), "credentials")
-			if err := writeCreds(creds, s); err != nil {
-				t.Fatal(err)
-			}
+			s, creds := bucketOn(t, srv.start, "seal")
 			ctx := context.Background()
 			sink, err := s3sink.New(ctx, zap.NewNop(), s3sink.Config{Destination: config.Destination{
 				URL: "s3://seal/ds", Endpoint: s.Endpoint, PathStyle: true, CredentialsFile: creds, PartSize: config.MinPartSize,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -27,13 +26,7 @@ import (
 //	go test -run '^$' -bench UploadToMinIO -benchtime 3x ./s3sink
 func BenchmarkUploadToMinIO(b *testing.B) {
 	const objects, objectSize, write = 8, 32 << 20, 1 << 20
-	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	srv := s3test.StartMinIO(b)
-	srv.CreateBucket(b, "bench")
-	creds := filepath.Join(b.TempDir(), "credentials")
-	if err := writeCreds(creds, srv); err != nil {
-		b.Fatal(err)
-	}
+	srv, creds := bucketOn(b, s3test.StartMinIO, "bench")
 	data := make([][]byte, objects)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
@@ -124,8 +117,4 @@ func BenchmarkUploadToMinIO(b *testing.B) {
 			}
 		}
 	})
-}
-
-func writeCreds(path string, srv *s3test.Server) error {
-	return writeFile(path, fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", srv.AccessKey, srv.SecretKey))
 }

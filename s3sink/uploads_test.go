@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,13 +61,7 @@ func listingProxy(t *testing.T, target string, extra ...[2]string) string {
 }
 
 func TestListedUploadsThatDoNotExistAreNotReported(t *testing.T) {
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	s := s3test.StartMinIO(t)
-	s.CreateBucket(t, "ghosts")
-	creds := filepath.Join(t.TempDir(), "credentials")
-	if err := writeCreds(creds, s); err != nil {
-		t.Fatal(err)
-	}
+	s, creds := bucketOn(t, s3test.StartMinIO, "ghosts")
 	ctx := context.Background()
 	open := func(endpoint string) *s3sink.Sink {
 		sink, err := s3sink.New(ctx, zap.NewNop(), s3sink.Config{Destination: config.Destination{
