@@ -20,6 +20,11 @@ func httpStatus(err error) int {
 	return 0
 }
 
+// noSuchUpload says the server does not know the upload (any more).
+func noSuchUpload(err error) bool {
+	return httpStatus(err) == 404 || errorCode(err) == "NoSuchUpload"
+}
+
 func errorCode(err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {

@@ -58,7 +58,7 @@ func (s *Sink) finishOnce(ctx context.Context, o pipeline.SealedObject) error {
 	}
 	parts, err := s.listParts(ctx, o.Key, o.UploadID)
 	if err != nil {
-		if httpStatus(err) == 404 || errorCode(err) == "NoSuchUpload" {
+		if noSuchUpload(err) {
 			return fmt.Errorf("upload %s is gone and the object is not stored: %w", o.UploadID, pipeline.ErrUnfinishable)
 		}
 		return err

@@ -239,8 +239,8 @@ func (s *Sink) pendingUploads(ctx context.Context, prefix string) ([]pipeline.Pe
 // MinIO can go on listing an upload whose CompleteMultipartUpload was cut
 // off by a dying client and then raced by an abort (a restart's sweep after
 // SIGKILL): ListParts answers NoSuchUpload, AbortMultipartUpload answers
-// 204 and changes nothing, and the listing keeps the id for good (1 to 3 of 200
-// trials of that race). Such an entry holds no parts and no request can
+// 204 and changes nothing, and the listing keeps the id for good (up to 3
+// in 200 trials of that race). Such an entry holds no parts and no request can
 // remove it; kept, it would be "aborted" by every sweep and counted as a
 // leak by every audit. Only a definite NoSuchUpload makes a ghost: any
 // other failure is returned, so a sweep retries rather than skip a real
@@ -250,7 +250,7 @@ func (s *Sink) ghostUpload(ctx context.Context, key, id string) (bool, error) {
 	switch {
 	case err == nil:
 		return false, nil
-	case errorCode(err) == "NoSuchUpload" || httpStatus(err) == 404:
+	case noSuchUpload(err):
 		return true, nil
 	}
 	return false, fmt.Errorf("upload %s of %s: %w", id, key, err)
@@ -259,7 +259,7 @@ func (s *Sink) ghostUpload(ctx context.Context, key, id string) (bool, error) {
 // AbortUpload aborts one multipart upload; one already gone is fine.
 func (s *Sink) AbortUpload(ctx context.Context, key, id string) error {
 	_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &id})
-	if err != nil && (httpStatus(err) == 404 || errorCode(err) == "NoSuchUpload") {
+	if err != nil && noSuchUpload(err) {
 		return nil
 	}
 	return err
