@@ -215,7 +215,7 @@ func NewEngine(dev *Device, p *pipeline.Plan) (*Engine, error) {
 				pipeline.FormatBytes(e.chunk), pipeline.FormatBytes(litMaxChunk-1)))
 		}
 		e.gpuZstd = true
-		e.litOpt = zstdlit.Options{Checksum: p.Options.ZstdChecksum, MinMatch: zstdlit.MinMatchFor(p.Elem)}
+		e.litOpt = p.SegmentedOptions()
 	default:
 		if e.comp, err = pipeline.NewCompressor(p, e.chunk, len(e.ll.Coords), "chunk view"); err != nil {
 			return fail(err)

@@ -61,7 +61,7 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 			// Frame_Content_Size into every frame and single-segment
 			// frames up to 8 MiB, as singleSegmentMax asks.
 			w.lit = true
-			w.litOpt = zstdlit.Options{Checksum: p.Options.ZstdChecksum, MinMatch: zstdlit.MinMatchFor(p.Elem)}
+			w.litOpt = p.SegmentedOptions()
 		default:
 			enc, err := zstd.NewWriter(nil,
 				zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(m.Compression.Level)),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zspool/zspool/config"
 	"github.com/zspool/zspool/zarr"
+	"github.com/zspool/zspool/zstdlit"
 )
 
 // Defaults for the knobs a plan is checked against.
@@ -102,6 +103,13 @@ func CanonicalZstdEncoder(name string) string {
 		return EncoderSegmented
 	}
 	return name
+}
+
+// SegmentedOptions are the segmented encoder's options for this plan, the
+// one place both engines take them from: the CPU's zstdlit and the GPU's
+// kernels must write the same bytes.
+func (p *Plan) SegmentedOptions() zstdlit.Options {
+	return zstdlit.Options{Checksum: p.Options.ZstdChecksum, MinMatch: zstdlit.MinMatchFor(p.Elem)}
 }
 
 func (o Options) withDefaults() Options {
