@@ -1,5 +1,7 @@
 package zstdlit
 
+import "math/bits"
+
 // FSE compression of Huffman weights (RFC 8878 §4.1 and §4.2.1.2).
 
 const maxWeight = 12 // weights are 0..11 (+1 spare)
@@ -202,11 +204,5 @@ func fseEncodeWith(ws []byte, count *[maxWeight]uint32, maxSym, log int) []byte 
 	return w.close()
 }
 
-func highBit(v uint32) int {
-	n := -1
-	for v != 0 {
-		v >>= 1
-		n++
-	}
-	return n
-}
+// highBit is the index of v's top set bit, -1 for 0.
+func highBit(v uint32) int { return bits.Len32(v) - 1 }

@@ -2,6 +2,7 @@ package zstdlit
 
 import (
 	"encoding/binary"
+	"slices"
 	"sort"
 )
 
@@ -145,11 +146,37 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 
 // appendStream writes lits as one Huffman-coded backward bitstream: the last
 // literal first, so that the decoder reads the first literal first.
+//
+// It is the literals' hot loop: the accumulator lives in locals and is
+// written 8 bytes at a time, keeping under 8 bits pending, so that four
+// codes of at most 11 bits fit between two writes.
 func (h *huffEnc) appendStream(dst, lits []byte) []byte {
-	w := bitWriter{out: dst}
-	for i := len(lits) - 1; i >= 0; i-- {
+	out := slices.Grow(dst, len(lits)*MaxHuffBits/8+16)
+	o := len(out)
+	out = out[:cap(out)]
+	var acc uint64
+	var nb uint
+	code, nbBits := &h.code, &h.nbBits
+	i := len(lits)
+	for ; i >= 4; i -= 4 {
+		s0, s1, s2, s3 := lits[i-1], lits[i-2], lits[i-3], lits[i-4]
+		acc |= uint64(code[s0]) << nb
+		nb += uint(nbBits[s0])
+		acc |= uint64(code[s1]) << nb
+		nb += uint(nbBits[s1])
+		acc |= uint64(code[s2]) << nb
+		nb += uint(nbBits[s2])
+		acc |= uint64(code[s3]) << nb
+		nb += uint(nbBits[s3])
+		binary.LittleEndian.PutUint64(out[o:], acc)
+		o += int(nb >> 3)
+		acc >>= nb &^ 7
+		nb &= 7
+	}
+	w := bitWriter{out: out[:o], acc: acc, nbits: nb}
+	for i--; i >= 0; i-- {
 		s := lits[i]
-		w.add(uint64(h.code[s]), uint(h.nbBits[s]))
+		w.add(uint64(code[s]), uint(nbBits[s]))
 	}
 	return w.close()
 }

@@ -1,5 +1,10 @@
 package zstdlit
 
+import (
+	"encoding/binary"
+	"slices"
+)
+
 // The sequences section (RFC 8878 §3.1.1.3.2), coded with tables normalized
 // from each block's own codes: zstd's predefined tables cost more bits than
 // the matches save on 12-bit camera data.
@@ -19,22 +24,42 @@ var (
 	mlBits = [53]uint8{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 )
 
-// llCode and mlCode find the largest code whose baseline is ≤ v.
+// llCode and mlCode find the largest code whose baseline is ≤ v: from a
+// table for the short lengths that almost every sequence has, from the
+// top bit above them (the codes there double their baselines).
 func llCode(v uint32) int {
-	c := len(llBase) - 1
-	for llBase[c] > v {
-		c--
+	if v < uint32(len(llCodeOf)) {
+		return int(llCodeOf[v])
 	}
-	return c
+	return highBit(v) + 19
 }
 
 func mlCode(matchLen uint32) int {
-	c := len(mlBase) - 1
-	for mlBase[c] > matchLen {
-		c--
+	if v := matchLen - 3; v < uint32(len(mlCodeOf)) {
+		return int(mlCodeOf[v])
 	}
-	return c
+	return highBit(matchLen-3) + 36
 }
+
+// llCodeOf and mlCodeOf are the codes of literal lengths below 64 and of
+// match lengths below 128+3, by search of the baselines.
+var llCodeOf, mlCodeOf = func() (ll [64]uint8, ml [128]uint8) {
+	for v := range ll {
+		c := len(llBase) - 1
+		for llBase[c] > uint32(v) {
+			c--
+		}
+		ll[v] = uint8(c)
+	}
+	for v := range ml {
+		c := len(mlBase) - 1
+		for mlBase[c] > uint32(v+3) {
+			c--
+		}
+		ml[v] = uint8(c)
+	}
+	return ll, ml
+}()
 
 // fseTable is an FSE encoding table for one predefined distribution.
 type fseTable struct {
@@ -109,10 +134,24 @@ type seqCoder struct {
 // description. maxLog is 9 for literal and match lengths, 8 for offsets.
 func (c *seqCoder) plan(dst []byte, codes []uint8, alphabet, maxLog int) (out []byte, mode byte) {
 	c.count = append(c.count[:0], make([]uint32, alphabet)...)
+	// Four tables, so that runs of one code do not wait on one counter.
+	var part [4][64]uint32
+	i := 0
+	for ; i+4 <= len(codes); i += 4 {
+		part[0][codes[i]&63]++
+		part[1][codes[i+1]&63]++
+		part[2][codes[i+2]&63]++
+		part[3][codes[i+3]&63]++
+	}
+	for ; i < len(codes); i++ {
+		part[0][codes[i]&63]++
+	}
 	maxSym := 0
-	for _, x := range codes {
-		c.count[x]++
-		maxSym = max(maxSym, int(x))
+	for x := range c.count {
+		c.count[x] = part[0][x] + part[1][x] + part[2][x] + part[3][x]
+		if c.count[x] != 0 {
+			maxSym = x
+		}
 	}
 	if int(c.count[codes[0]]) == len(codes) {
 		c.rle = true
@@ -199,16 +238,87 @@ func (sw *seqWriter) appendSequences(dst []byte, seqs []sequence) []byte {
 	sw.cof.init(sw.of[i])
 	sw.cll.init(sw.ll[i])
 	addExtras(&w, seqs[i], int(sw.ll[i]), int(sw.ml[i]), int(sw.of[i]))
-	for i--; i >= 0; i-- {
-		sw.cof.encode(&w, sw.of[i])
-		sw.cml.encode(&w, sw.ml[i])
-		sw.cll.encode(&w, sw.ll[i])
-		addExtras(&w, seqs[i], int(sw.ll[i]), int(sw.ml[i]), int(sw.of[i]))
-	}
+	sw.encodeStream(&w, seqs[:i])
 	sw.cml.flush(&w)
 	sw.cof.flush(&w)
 	sw.cll.flush(&w)
 	return w.close()
+}
+
+// encodeStream codes seqs, last first, after the stream's last sequence:
+// per sequence the offset, match and literal length states, then the
+// extra bits. It is the sequences' hot loop, so the accumulator lives in
+// locals and is written out at three points of a sequence, each after at
+// most 32 bits were added to fewer than 32 (9+9+8 state bits; 16+16
+// length bits; ≤ 31 offset bits).
+func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
+	out := slices.Grow(w.out, 12*len(seqs)+8)
+	o := len(out)
+	out = out[:cap(out)]
+	acc, nb := w.acc, w.nbits
+	ll, ml, of := sw.ll, sw.ml, sw.of
+	type fse struct {
+		rle   bool
+		st    uint32
+		state []uint16
+		sym   []fseSym
+	}
+	mk := func(c *seqCoder) fse {
+		if c.rle {
+			return fse{rle: true}
+		}
+		return fse{st: c.st, state: c.t.state, sym: c.t.sym}
+	}
+	cof, cml, cll := mk(&sw.cof), mk(&sw.cml), mk(&sw.cll)
+	for i := len(seqs) - 1; i >= 0; i-- {
+		q := seqs[i]
+		lc, mc, oc := ll[i], ml[i], of[i]
+		if !cof.rle {
+			d := cof.sym[oc]
+			k := (cof.st + d.deltaNbBits) >> 16
+			acc |= uint64(cof.st&(1<<k-1)) << nb
+			nb += uint(k)
+			cof.st = uint32(cof.state[int32(cof.st>>k)+d.deltaFindState])
+		}
+		if !cml.rle {
+			d := cml.sym[mc]
+			k := (cml.st + d.deltaNbBits) >> 16
+			acc |= uint64(cml.st&(1<<k-1)) << nb
+			nb += uint(k)
+			cml.st = uint32(cml.state[int32(cml.st>>k)+d.deltaFindState])
+		}
+		if !cll.rle {
+			d := cll.sym[lc]
+			k := (cll.st + d.deltaNbBits) >> 16
+			acc |= uint64(cll.st&(1<<k-1)) << nb
+			nb += uint(k)
+			cll.st = uint32(cll.state[int32(cll.st>>k)+d.deltaFindState])
+		}
+		if nb >= 32 {
+			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
+			o, acc, nb = o+4, acc>>32, nb-32
+		}
+		acc |= uint64(q.litLen-llBase[lc]) << nb
+		nb += uint(llBits[lc])
+		if nb >= 32 {
+			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
+			o, acc, nb = o+4, acc>>32, nb-32
+		}
+		acc |= uint64(q.matchLen-mlBase[mc]) << nb
+		nb += uint(mlBits[mc])
+		if nb >= 32 {
+			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
+			o, acc, nb = o+4, acc>>32, nb-32
+		}
+		acc |= uint64(q.offVal&(1<<oc-1)) << nb
+		nb += uint(oc)
+		if nb >= 32 {
+			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
+			o, acc, nb = o+4, acc>>32, nb-32
+		}
+	}
+	sw.cof.st, sw.cml.st, sw.cll.st = cof.st, cml.st, cll.st
+	w.out, w.acc, w.nbits = out[:o], acc, nb
 }
 
 // addExtras writes a sequence's extra bits in the order the decoder reads
