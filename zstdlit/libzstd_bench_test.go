@@ -69,9 +69,11 @@ func libzstdSize(b *testing.B, chunks [][]byte, level int) int64 {
 // BenchmarkCameraRatioAgainstLibzstd reports, per realistic camera set and
 // level, the ratio of libzstd (the zstd CLI: what tensorstore, zarr-python
 // and acquire-zarr store), klauspost and zstdlit on the same 2 MiB chunks,
-// and zstdlit's and klauspost's share of libzstd's ratio. zstdlit runs
-// with the engines' minimum match for the set's element size; it has no
-// levels yet: its figure is the same at every level.
+// the segmented encoder (zstdlit, "lit" in the metrics) and the windowed
+// one, and each one's share of libzstd's ratio. The segmented encoder runs
+// with the engines' minimum match for the set's element size and has no
+// levels: its figure is the same at every level. The windowed encoder
+// runs its ladder's rung for the level.
 //
 //	go test -run '^$' -bench CameraRatio -benchtime 1x ./zstdlit
 func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
@@ -92,16 +94,19 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer kl.Close()
-				var lib, kls, lit int64
+				var lib, kls, lit, win int64
+				wopt := WindowOptionsFor(level, cam.ElemSize())
 				for b.Loop() {
 					lib = libzstdSize(b, chunks, level)
-					kls, lit = 0, 0
+					kls, lit, win = 0, 0, 0
 					var dst []byte
 					for _, ch := range chunks {
 						dst = kl.EncodeAll(ch, dst[:0])
 						kls += int64(len(dst))
 						dst = Encode(dst[:0], ch, Options{MinMatch: MinMatchFor(cam.ElemSize())})
 						lit += int64(len(dst))
+						dst = EncodeWindow(dst[:0], ch, wopt)
+						win += int64(len(dst))
 					}
 				}
 				r := func(n int64) float64 { return float64(in) / float64(n) }
@@ -109,8 +114,61 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 				b.ReportMetric(r(kls), "klauspost")
 				b.ReportMetric(r(lit), "zstdlit")
 				b.ReportMetric(100*r(kls)/r(lib), "%kl/lib")
+				b.ReportMetric(r(win), "window")
 				b.ReportMetric(100*r(lit)/r(lib), "%lit/lib")
+				b.ReportMetric(100*r(win)/r(lib), "%win/lib")
 			})
+		}
+	}
+}
+
+// BenchmarkCameraEncoders measures, side by side on one core, the CPU
+// encoders' speed and ratio on the realistic camera sets, in the 2 MiB
+// chunks a Zarr writer stores: klauspost (the CPU engine's default), the
+// windowed encoder and the segmented one, at levels 1 and 3.
+//
+//	go test -run '^$' -bench CameraEncoders -benchtime 4x ./zstdlit
+func BenchmarkCameraEncoders(b *testing.B) {
+	for _, cam := range synth.Cameras(1024, 1024) {
+		chunks := cameraChunks(cam)
+		var in int64
+		for _, ch := range chunks {
+			in += int64(len(ch))
+		}
+		for _, level := range []int{1, 3} {
+			kl, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+				zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+			if err != nil {
+				b.Fatal(err)
+			}
+			encoders := []struct {
+				name string
+				enc  func(dst, src []byte) []byte
+			}{
+				{"klauspost", func(dst, src []byte) []byte { return kl.EncodeAll(src, dst) }},
+				{"window", func(dst, src []byte) []byte {
+					return EncodeWindow(dst, src, WindowOptionsFor(level, cam.ElemSize()))
+				}},
+				{"segmented", func(dst, src []byte) []byte {
+					return Encode(dst, src, Options{MinMatch: MinMatchFor(cam.ElemSize())})
+				}},
+			}
+			for _, e := range encoders {
+				b.Run(fmt.Sprintf("%s/level%d/%s", cam.Name, level, e.name), func(b *testing.B) {
+					b.SetBytes(in)
+					var dst []byte
+					var out int64
+					for b.Loop() {
+						out = 0
+						for _, ch := range chunks {
+							dst = e.enc(dst[:0], ch)
+							out += int64(len(dst))
+						}
+					}
+					b.ReportMetric(float64(in)/float64(out), "ratio")
+				})
+			}
+			kl.Close()
 		}
 	}
 }

@@ -1,0 +1,311 @@
+package zstdlit
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// The windowed encoder: a CPU-only zstd encoder whose matches reach back
+// over the whole frame, as libzstd's do, instead of one 1 KiB segment.
+// It shares the block format and the literals and sequences coders with
+// the segmented encoder, not its parse, so its bytes are its own (the GPU
+// kernels do not follow it).
+//
+// The parse is greedy over one table of latest positions, hashed from the
+// next MinMatch bytes. A position that finds no match moves on by Stride
+// plus one more byte for every 2^SearchStrength literals since the last
+// match, so long stretches of noise cost little search. Before the table
+// is asked, the most recent offset is tried one byte on (a decoder pays a
+// few bits for it against a full offset). A new match is extended
+// backwards over the literals before it. Repeat offsets are the frame's
+// own (RFC 8878 §3.1.1.5), carried across blocks and rolled back when a
+// block is stored without its sequences.
+
+// WindowOptions configures EncodeWindow. WindowOptionsFor gives the ladder
+// of levels; a zero field takes its level-1 value for 16-bit data.
+type WindowOptions struct {
+	// Checksum appends the low 4 bytes of the XXH64 of the content.
+	Checksum bool
+	// MinMatch is the shortest match and the bytes hashed, 4…8 (0: 6).
+	MinMatch int
+	// HashLog sizes the table of latest positions, 10…20 (0: 16).
+	HashLog int
+	// SearchStrength: the step grows by one every 2^SearchStrength
+	// literals since the last match (0: 4). Larger searches harder.
+	SearchStrength int
+	// Stride is the step right after a match (0: 2).
+	Stride int
+}
+
+// WindowOptionsFor is the windowed encoder's ladder: compression level
+// (zstd's numbering) and element size in, options out. Measured on the
+// camera corpus against libzstd, one 2 MiB chunk a frame (README,
+// "Compression ratio"):
+//
+//   - Levels 1 and 2, 16-bit: 6-byte matches, searched on even bytes, the
+//     step growing every 16 literals; a 64 Ki-entry table. 6-byte matches
+//     keep the noise's chance 5-byte repeats, whose sequences cost more
+//     than they save, out of the parse.
+//   - Levels 1 and 2, 8-bit: 8-byte matches on every byte (a pixel is a
+//     byte, so there is no even grid to keep to).
+//   - Level 3 and up (and 0, zstd's default level, 3): a 128 Ki-entry table and a step that grows 4× more
+//     slowly; 5-byte matches on 16-bit data, whose bright frames repeat
+//     pixel pairs that only a large table remembers.
+func WindowOptionsFor(level, elemSize int) WindowOptions {
+	if level == 0 {
+		level = 3 // zstd's "default level"
+	}
+	switch {
+	case level >= 3 && elemSize == 1:
+		return WindowOptions{MinMatch: 6, HashLog: 17, SearchStrength: 8, Stride: 1}
+	case level >= 3:
+		return WindowOptions{MinMatch: 5, HashLog: 17, SearchStrength: 6, Stride: 2}
+	case elemSize == 1:
+		return WindowOptions{MinMatch: 8, HashLog: 16, SearchStrength: 4, Stride: 1}
+	}
+	return WindowOptions{MinMatch: 6, HashLog: 16, SearchStrength: 4, Stride: 2}
+}
+
+func (o WindowOptions) withDefaults() WindowOptions {
+	def := WindowOptionsFor(1, 2)
+	if o.MinMatch == 0 {
+		o.MinMatch = def.MinMatch
+	}
+	if o.HashLog == 0 {
+		o.HashLog = def.HashLog
+	}
+	if o.SearchStrength == 0 {
+		o.SearchStrength = def.SearchStrength
+	}
+	if o.Stride == 0 {
+		o.Stride = def.Stride
+	}
+	o.MinMatch = min(max(o.MinMatch, 4), 8)
+	o.HashLog = min(max(o.HashLog, 10), 20)
+	o.SearchStrength = min(max(o.SearchStrength, 1), 30)
+	o.Stride = min(max(o.Stride, 1), 8)
+	return o
+}
+
+// windowLimit is the farthest a match reaches in a frame that is not
+// Single_Segment (appendFrameHeader's 128 KiB window descriptor).
+const windowLimit = 128 << 10
+
+var windowEncoders = sync.Pool{New: func() any { return new(windowEncoder) }}
+
+type windowEncoder struct {
+	encoder
+	table []uint32 // latest position + 1 by hash, 0 for none
+	rep   [3]uint32
+	wlits []byte
+	wseqs []sequence
+}
+
+// EncodeWindow appends one zstd frame holding src to dst.
+func EncodeWindow(dst, src []byte, opt WindowOptions) []byte {
+	opt = opt.withDefaults()
+	dst = slices.Grow(dst, 18+len(src)+3*(len(src)/MaxBlockSize+1)+4)
+	dst = appendFrameHeader(dst, uint64(len(src)), opt.Checksum)
+	if len(src) == 0 {
+		dst = appendBlockHeader(dst, true, blockRaw, 0)
+	}
+	// A small chunk gets a table no larger than itself: clearing 256 KiB
+	// for every 4 KiB chunk would cost more than the search.
+	opt.HashLog = min(opt.HashLog, max(10, bits.Len(uint(len(src)))))
+	e := windowEncoders.Get().(*windowEncoder)
+	if len(e.table) != 1<<opt.HashLog {
+		e.table = make([]uint32, 1<<opt.HashLog)
+	} else {
+		clear(e.table)
+	}
+	e.rep = [3]uint32{1, 4, 8}
+	maxOff := len(src)
+	if len(src) > singleSegmentLimit {
+		maxOff = windowLimit
+	}
+	for off := 0; off < len(src); off += MaxBlockSize {
+		end := min(off+MaxBlockSize, len(src))
+		dst = e.appendWindowBlock(dst, src, off, end, maxOff, opt)
+	}
+	windowEncoders.Put(e)
+	if opt.Checksum {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(xxhash.Sum64(src)))
+	}
+	return dst
+}
+
+func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff int, opt WindowOptions) []byte {
+	blk := src[start:end]
+	n := len(blk)
+	last := end == len(src)
+	if n >= 2 && oneByte(blk) {
+		e.insertRange(src, start, end, opt)
+		dst = appendBlockHeader(dst, last, blockRLE, n)
+		return append(dst, blk[0])
+	}
+	if n >= MinHuffLiterals {
+		saved := e.rep
+		e.parseWindow(src, start, end, maxOff, opt)
+		lits := e.wlits
+		hist := histogram(&e.hist, lits)
+		body := e.h.appendLiteralsSection(e.buf[:0], lits, hist)
+		body = e.sw.appendSequences(body, e.wseqs)
+		e.buf = body
+		if len(body) < n-minGain(n) {
+			dst = appendBlockHeader(dst, last, blockCompressed, len(body))
+			return append(dst, body...)
+		}
+		e.rep = saved
+	} else {
+		e.insertRange(src, start, end, opt)
+	}
+	dst = appendBlockHeader(dst, last, blockRaw, n)
+	return append(dst, blk...)
+}
+
+// insertRange enters a block that is stored whole into the table, so
+// later blocks still find matches in it.
+func (e *windowEncoder) insertRange(src []byte, start, end int, opt WindowOptions) {
+	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
+	for p := start; p+8 <= end; p += 2 {
+		e.table[hashWin(binary.LittleEndian.Uint64(src[p:]), shift, hl)] = uint32(p + 1)
+	}
+}
+
+const winPrime = 0xCF1BBCDCB7A56463
+
+func hashWin(v uint64, shift, hl uint) uint32 {
+	return uint32(((v << shift) * winPrime) >> hl)
+}
+
+// parseWindow fills e.wlits and e.wseqs for src[start:end].
+func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt WindowOptions) {
+	e.wlits, e.wseqs = e.wlits[:0], e.wseqs[:0]
+	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
+	mm := opt.MinMatch
+	ss := uint(opt.SearchStrength)
+	stride := opt.Stride
+	tab := e.table
+	anchor, ip := start, start
+	limit := end - 8 // positions with 8 readable bytes inside the block
+	for ip < limit {
+		cur := binary.LittleEndian.Uint64(src[ip:])
+		h := hashWin(cur, shift, hl)
+		c := int(tab[h]) - 1
+		tab[h] = uint32(ip + 1)
+		// The most recent offset is tried first at the next position: a
+		// decoder pays a few bits for it against a full offset.
+		if r := int(e.rep[0]); ip+1 < limit && ip+1-r >= 0 && ip > anchor {
+			if l := matchLen(src, ip+1-r, ip+1, end); l >= mm {
+				e.emit(src, anchor, ip+1, ip+1-r, l)
+				ip += 1 + l
+				anchor = ip
+				e.fill(src, ip, limit, shift, hl)
+				continue
+			}
+		}
+		if c >= 0 && ip-c <= maxOff && uint32(cur) == binary.LittleEndian.Uint32(src[c:]) {
+			if l := matchLen(src, c, ip, end); l >= mm {
+				for ip > anchor && c > 0 && src[ip-1] == src[c-1] {
+					ip--
+					c--
+					l++
+				}
+				e.emit(src, anchor, ip, c, l)
+				ip += l
+				anchor = ip
+				e.fill(src, ip, limit, shift, hl)
+				continue
+			}
+		}
+		ip += stride + (ip-anchor)>>ss
+	}
+	e.wlits = append(e.wlits, src[anchor:end]...)
+}
+
+// fill enters the position two bytes before a match's end, which the
+// parse jumped over: the next block of the same structure often starts
+// there.
+func (e *windowEncoder) fill(src []byte, ip, limit int, shift, hl uint) {
+	if ip < limit {
+		e.table[hashWin(binary.LittleEndian.Uint64(src[ip-2:]), shift, hl)] = uint32(ip - 1)
+	}
+}
+
+// emit records the literals src[anchor:ip] and a match of l bytes at ip
+// copying from c.
+func (e *windowEncoder) emit(src []byte, anchor, ip, c, l int) {
+	e.wlits = append(e.wlits, src[anchor:ip]...)
+	ll := uint32(ip - anchor)
+	off := uint32(ip - c)
+	e.wseqs = append(e.wseqs, sequence{litLen: ll, matchLen: uint32(l), offVal: frameRepCode(&e.rep, off, ll == 0)})
+}
+
+// frameRepCode returns the Offset_Value of off against the frame's repeat
+// offsets and updates them as the decoder will.
+func frameRepCode(rep *[3]uint32, off uint32, ll0 bool) uint32 {
+	if !ll0 {
+		switch off {
+		case rep[0]:
+			return 1
+		case rep[1]:
+			rep[0], rep[1] = rep[1], rep[0]
+			return 2
+		case rep[2]:
+			rep[0], rep[1], rep[2] = rep[2], rep[0], rep[1]
+			return 3
+		}
+	} else {
+		switch {
+		case off == rep[1]:
+			rep[0], rep[1] = rep[1], rep[0]
+			return 1
+		case off == rep[2]:
+			rep[0], rep[1], rep[2] = rep[2], rep[0], rep[1]
+			return 2
+		case off == rep[0]-1:
+			rep[0], rep[1], rep[2] = off, rep[0], rep[1]
+			return 3
+		}
+	}
+	rep[0], rep[1], rep[2] = off, rep[0], rep[1]
+	return off + 3
+}
+
+// matchLen is the length of the common run of src[c:] and src[ip:], ip >
+// c, that ends by end.
+func matchLen(src []byte, c, ip, end int) int {
+	l := 0
+	for ip+l+8 <= end {
+		x := binary.LittleEndian.Uint64(src[ip+l:]) ^ binary.LittleEndian.Uint64(src[c+l:])
+		if x != 0 {
+			return l + bits.TrailingZeros64(x)>>3
+		}
+		l += 8
+	}
+	for ip+l < end && src[ip+l] == src[c+l] {
+		l++
+	}
+	return l
+}
+
+// oneByte reports whether b holds a single distinct byte.
+func oneByte(b []byte) bool {
+	x := uint64(b[0]) * 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:]) != x {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] != b[0] {
+			return false
+		}
+	}
+	return true
+}

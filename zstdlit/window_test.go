@@ -1,0 +1,162 @@
+package zstdlit
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/zspool/zspool/internal/synth"
+	"github.com/zspool/zspool/zstdlit/corpus"
+)
+
+func windowDecodes(t testing.TB, src []byte, opt WindowOptions) []byte {
+	t.Helper()
+	frame := EncodeWindow(nil, src, opt)
+	got, err := decoder.DecodeAll(frame, nil)
+	if err != nil {
+		t.Fatalf("klauspost cannot decode the window frame of %d bytes (%+v): %v", len(src), opt, err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatalf("window frame of %d bytes (%+v) decodes to %d different bytes", len(src), opt, len(got))
+	}
+	return frame
+}
+
+// ladder is every rung of WindowOptionsFor, plus the smallest settings.
+func ladder() []WindowOptions {
+	var opts []WindowOptions
+	for _, level := range []int{1, 3} {
+		for _, elem := range []int{1, 2} {
+			opts = append(opts, WindowOptionsFor(level, elem))
+		}
+	}
+	return append(opts, WindowOptions{MinMatch: 4, HashLog: 10, SearchStrength: 1, Stride: 1, Checksum: true})
+}
+
+func TestEveryWindowFrameDecodesWithKlauspost(t *testing.T) {
+	for _, tc := range corpus.Cases() {
+		for _, opt := range ladder() {
+			t.Run(fmt.Sprintf("%s/%d-%d-%d-%d", tc.Name, opt.MinMatch, opt.HashLog, opt.SearchStrength, opt.Stride), func(t *testing.T) {
+				windowDecodes(t, tc.Data, opt)
+			})
+		}
+	}
+}
+
+func TestWindowFramesOfRealisticCamerasDecodeAtEveryLevel(t *testing.T) {
+	for _, cam := range synth.Cameras(256, 256) {
+		chunks := cameraChunks(cam)
+		for level := 1; level <= 4; level++ {
+			windowDecodes(t, chunks[0], WindowOptionsFor(level, cam.ElemSize()))
+		}
+	}
+}
+
+// Matches reach across blocks: a 64 KiB stretch of noise repeated 300 KiB
+// later costs almost nothing the second time. Over 8 MiB the frame
+// declares a 128 KiB window, and the same repeat must then be stored as it
+// is, or a decoder that holds the window would fail.
+func TestWindowMatchesReachTheWholeFrameButNotPastADeclaredWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	noise := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		size   int
+		repeat bool // whether the second copy may be a match
+	}{
+		{"within an 8 MiB single-segment frame", 1 << 20, true},
+		{"beyond the 128 KiB window of a larger frame", 9 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := noise(tc.size)
+			copy(src[300<<10+64<<10:], src[300<<10:300<<10+64<<10]) // repeat 64 KiB from 64 KiB back
+			copy(src[700<<10:], src[100<<10:164<<10])               // repeat 64 KiB from 600 KiB back
+			// Every position searched and entered: the test is about
+			// where matches may point, not how hard the parse looks.
+			frame := windowDecodes(t, src, WindowOptions{SearchStrength: 30, Stride: 1})
+			saved := len(src) - len(frame)
+			// The near repeat is always a match; the far one only in a
+			// single-segment frame.
+			want := 64 << 10
+			if tc.repeat {
+				want = 128 << 10
+			}
+			if saved < want-1024 || saved > want+1024 {
+				t.Fatalf("frame of %d bytes saves %d bytes, want about %d", len(src), saved, want)
+			}
+		})
+	}
+}
+
+func TestWindowOutputIsAppendedToDst(t *testing.T) {
+	src := corpus.Geometric(3000, 0.4, 3)
+	prefix := []byte("prefix")
+	out := EncodeWindow(append([]byte(nil), prefix...), src, WindowOptions{})
+	if !bytes.Equal(out[:len(prefix)], prefix) || !bytes.Equal(out[len(prefix):], EncodeWindow(nil, src, WindowOptions{})) {
+		t.Fatal("EncodeWindow does not append")
+	}
+}
+
+func TestARepeatOffsetAfterAStoredBlockIsTheDecodersOne(t *testing.T) {
+	// Block 1 has structure: it is compressed, and its matches set the
+	// repeat offsets. Block 2 is noise with a few 16-byte repeats from
+	// 5000 bytes back: the parse finds them, but the block is stored raw,
+	// so the decoder never sees those sequences. Block 3 is noise whose
+	// first repeat is again 5000 bytes back: coded as "repeat offset 1"
+	// by an encoder that kept block 2's offsets, it would copy from
+	// block 1's offset instead. (Block 3 holds 4-bit noise, so that it is
+	// stored compressed and its sequences reach the decoder.)
+	r := rand.New(rand.NewPCG(3, 4))
+	src := make([]byte, 3*MaxBlockSize)
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	for i := 0; i < MaxBlockSize; i++ {
+		src[i] = byte(i%7*13 + r.IntN(2))
+	}
+	b2, b3 := MaxBlockSize, 2*MaxBlockSize
+	for i := b3; i < len(src); i++ {
+		src[i] &= 15 // Huffman-compressible, so block 3 is kept compressed
+	}
+	for p := b2 + 6000; p < b2+66000; p += 1000 {
+		copy(src[p:p+16], src[p-5000:])
+	}
+	copy(src[b3+100:b3+116], src[b3+100-5000:])
+	opt := WindowOptions{MinMatch: 6, SearchStrength: 30, Stride: 1}
+	frame := windowDecodes(t, src, opt)
+	// The test means something only if block 2 was stored raw.
+	b1 := FrameHeaderSize(len(src))
+	if h := frame[b1+3+windowBlockSize(t, frame[b1:]):]; h[0]&6 != blockRaw<<1 {
+		t.Fatalf("block 2 is of type %d, want raw", h[0]>>1&3)
+	}
+	for _, opt := range ladder() {
+		windowDecodes(t, src, opt)
+	}
+}
+
+// windowBlockSize is the content size of the block whose header starts b.
+func windowBlockSize(t *testing.T, b []byte) int {
+	t.Helper()
+	h := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
+	if h>>1&3 == blockRLE {
+		return 1
+	}
+	return h >> 3 // Block_Size: the stored bytes of a Raw or Compressed block
+}
+
+func FuzzEncodeWindowDecodes(f *testing.F) {
+	for _, tc := range corpus.Cases() {
+		f.Add(tc.Data[:min(len(tc.Data), 20000)], uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, src []byte, rung uint8) {
+		opts := ladder()
+		windowDecodes(t, src, opts[int(rung)%len(opts)])
+	})
+}
