@@ -37,7 +37,7 @@ type Daemon struct {
 	FailedDir       string      `yaml:"failed_dir"`             // default <state_dir>/failed: bad input and its .error.json
 	Destination     Destination `yaml:"destination"`            // where datasets go
 	Engine          string      `yaml:"engine"`                 // auto (default), cpu, gpu
-	ZstdEncoder     string      `yaml:"zstd_encoder,omitempty"` // empty (default): the engine's own; klauspost or lit (zstdlit, the GPU encoder's reference)
+	ZstdEncoder     string      `yaml:"zstd_encoder,omitempty"` // empty (default): the engine's own; klauspost, window (zstdlit's windowed encoder) or segmented (zstdlit, the GPU encoder's reference; lit is its old name)
 	ZstdChecksum    bool        `yaml:"zstd_checksum"`          // default false: append each zstd frame's XXH64 content checksum
 	Overwrite       bool        `yaml:"overwrite"`              // default false: refuse an acquisition whose dataset already exists at the destination
 	ConcurrentJobs  int         `yaml:"concurrent_jobs"`        // default 1, 1…64: raw files converted at once

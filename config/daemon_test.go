@@ -398,8 +398,8 @@ var badDaemonCases = []badDaemonCase{
 
 	// Scalars.
 	{name: "an unknown engine is refused", doc: daemonWith("engine: cuda\n", ""), field: "engine", phrase: `"cuda" is not one of auto, cpu, gpu`, line: 5},
-	{name: "an unknown zstd_encoder is refused with the choices", doc: daemonWith("zstd_encoder: zstd\n", ""), field: "zstd_encoder", phrase: `"zstd" is not one of klauspost, segmented, lit`, line: 5},
-	{name: "a zstd_encoder in capitals is refused", doc: daemonWith("zstd_encoder: Lit\n", ""), field: "zstd_encoder", phrase: `"Lit" is not one of klauspost, segmented, lit`},
+	{name: "an unknown zstd_encoder is refused with the choices", doc: daemonWith("zstd_encoder: zstd\n", ""), field: "zstd_encoder", phrase: `"zstd" is not one of klauspost, window, segmented, lit`, line: 5},
+	{name: "a zstd_encoder in capitals is refused", doc: daemonWith("zstd_encoder: Lit\n", ""), field: "zstd_encoder", phrase: `"Lit" is not one of klauspost, window, segmented, lit`},
 	{name: "yes is not a zstd_checksum", doc: daemonWith("zstd_checksum: yes\n", ""), field: "zstd_checksum", phrase: `want true or false; got "yes"`, line: 5},
 	{name: "a quoted zstd_checksum is a string, not a boolean", doc: daemonWith("zstd_checksum: \"true\"\n", ""), field: "zstd_checksum", phrase: "want true or false"},
 	{name: "a zstd_checksum without a value is refused", doc: daemonWith("zstd_checksum:\n", ""), field: "zstd_checksum", phrase: "has no value"},

@@ -45,8 +45,8 @@ type Options struct {
 	ArchiveMaxAge   time.Duration
 	ArchiveMaxBytes int64
 	// ZstdEncoder is each job's pipeline.Options.ZstdEncoder: empty for
-	// the engine's own, pipeline.EncoderKlauspost or pipeline.EncoderSegmented
-	// (or pipeline.EncoderLit, its old name).
+	// the engine's own, pipeline.EncoderKlauspost, pipeline.EncoderWindow
+	// or pipeline.EncoderSegmented (or pipeline.EncoderLit, its old name).
 	ZstdEncoder string
 	// ZstdChecksum is each job's pipeline.Options.ZstdChecksum: append
 	// XXH64 content checksums to the zstd frames.

@@ -54,7 +54,7 @@ func TestEveryJobIsPlannedWithTheConfiguredZstdEncoder(t *testing.T) {
 func TestAnUnknownZstdEncoderStopsTheDaemonBeforeItStarts(t *testing.T) {
 	h := newHarness(t, destination.Config{}, func(o *Options) { o.ZstdEncoder = "zstdlit" })
 	_, err := New(context.Background(), zap.NewNop(), h.opt)
-	if err == nil || !strings.Contains(err.Error(), `zstd_encoder: "zstdlit" is not one of "klauspost", "segmented" (or "lit", its old name`) {
+	if err == nil || !strings.Contains(err.Error(), `zstd_encoder: "zstdlit" is not one of "klauspost", "window", "segmented" (or "lit", its old name`) {
 		t.Fatalf("New = %v, want a refusal naming zstd_encoder, the value and the choices", err)
 	}
 }

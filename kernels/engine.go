@@ -211,7 +211,7 @@ func NewEngine(dev *Device, p *pipeline.Plan) (*Engine, error) {
 	case codec != "zstd":
 	case enc == pipeline.EncoderDefault || enc == pipeline.EncoderSegmented:
 		if e.chunk >= litMaxChunk {
-			return fail(fmt.Errorf("chunks of %s: the GPU zstd encoder takes at most %s (use --zstd-encoder klauspost)",
+			return fail(fmt.Errorf("chunks of %s: the GPU zstd encoder takes at most %s (use --zstd-encoder window or klauspost)",
 				pipeline.FormatBytes(e.chunk), pipeline.FormatBytes(litMaxChunk-1)))
 		}
 		e.gpuZstd = true

@@ -21,8 +21,8 @@ import (
 const singleSegmentMax = 8 << 20
 
 // Compressor turns the chunks of one chunk row into stored bytes on
-// GOMAXPROCS-style workers, each owning its zstd encoder (klauspost, or
-// zstdlit when Options.ZstdEncoder is EncoderSegmented) and scratch buffer.
+// GOMAXPROCS-style workers, each owning its zstd encoder (klauspost, or one
+// of zstdlit's, as Plan.HostZstdEncoder says) and scratch buffer.
 // Engines differ in where chunk bytes come from (the CPU engine scatters
 // them; the GPU engine hands over its chunk-layout buffer); the encoding
 // and the fill-chunk rule are this one code path.
@@ -37,8 +37,10 @@ type Compressor struct {
 
 type compressWorker struct {
 	enc     *zstd.Encoder   // klauspost; nil with zstdlit or no codec
-	lit     bool            // encode with zstdlit
-	litOpt  zstdlit.Options // zstdlit's options, the checksum
+	lit     bool            // encode with zstdlit's segmented encoder
+	litOpt  zstdlit.Options // its options
+	win     bool            // encode with zstdlit's windowed encoder
+	winOpt  zstdlit.WindowOptions
 	scratch []byte
 }
 
@@ -56,6 +58,11 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 		w := &compressWorker{scratch: make([]byte, chunkBytes)}
 		switch {
 		case m.Compression.Codec != "zstd":
+		case p.HostZstdEncoder() == EncoderWindow:
+			// Single-segment frames up to 8 MiB, like the segmented
+			// encoder's, so a match may reach anywhere in the chunk.
+			w.win = true
+			w.winOpt = p.WindowOptions()
 		case CanonicalZstdEncoder(p.Options.ZstdEncoder) == EncoderSegmented:
 			// zstdlit keeps its tables in a pool of its own, and writes
 			// Frame_Content_Size into every frame and single-segment
@@ -107,6 +114,8 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 				case c.absent[i]:
 				case w.lit:
 					c.outs[i] = zstdlit.Encode(c.outs[i][:0], b, w.litOpt)
+				case w.win:
+					c.outs[i] = zstdlit.EncodeWindow(c.outs[i][:0], b, w.winOpt)
 				case w.enc != nil:
 					c.outs[i] = w.enc.EncodeAll(b, c.outs[i][:0])
 				default:

@@ -27,7 +27,7 @@ func TestAnUnknownZstdEncoderFlagIsBadUsageNamingTheFlag(t *testing.T) {
 			}
 			_, _, err := zspool(t, args...)
 			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), `--zstd-encoder: "fast" is not one of "klauspost", "segmented" (or "lit", its old name`) {
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), `--zstd-encoder: "fast" is not one of "klauspost", "window", "segmented" (or "lit", its old name`) {
 				t.Fatalf("err = %v, want exit 2 naming --zstd-encoder, the value and the choices", err)
 			}
 		})
@@ -35,7 +35,7 @@ func TestAnUnknownZstdEncoderFlagIsBadUsageNamingTheFlag(t *testing.T) {
 }
 
 func TestTheDaemonConfigsZstdEncoderReachesTheDaemonOptions(t *testing.T) {
-	for _, enc := range []string{pipeline.EncoderDefault, pipeline.EncoderKlauspost, pipeline.EncoderSegmented, pipeline.EncoderLit} {
+	for _, enc := range []string{pipeline.EncoderDefault, pipeline.EncoderKlauspost, pipeline.EncoderWindow, pipeline.EncoderSegmented, pipeline.EncoderLit} {
 		doc := "spool_dir: /s\nstate_dir: /t\ndestination:\n  url: /d\n"
 		if enc != "" {
 			doc += "zstd_encoder: " + enc + "\n"
@@ -235,6 +235,50 @@ func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 	// prove less than it claims.
 	if counts.raw == 0 || counts.rle == 0 || counts.oneStream == 0 || counts.fourStreams == 0 {
 		t.Fatalf("blocks written: %+v; want raw, RLE and Huffman blocks of one and of four streams", counts)
+	}
+	t.Logf("blocks written: %+v", counts)
+	checkWithZarrita(t, cases)
+}
+
+// The windowed encoder (the CPU engine's default at levels 1 and 2) is
+// read by zarrita and verified against the raw file at every rung of its
+// ladder, with matches reaching back across blocks and repeat offsets
+// carried over from one block to the next.
+func TestWindowOutputAtEveryLevelVerifiesAndReadsBackInZarrita(t *testing.T) {
+	spool, dest := t.TempDir(), t.TempDir()
+	var cases []interopCase
+	var counts blockCounts
+	for _, level := range []int{1, 3} {
+		for _, a := range []*acquisition{
+			cameraAcq(fmt.Sprintf("camera_le_l%d", level), 6, 512, []int64{2, 256, 256}, []int64{2, 2, 2}, false),
+			cameraAcq(fmt.Sprintf("camera_be_ragged_l%d", level), 6, 700, []int64{2, 256, 300}, []int64{1, 2, 2}, true),
+		} {
+			a.manifest["compression"] = map[string]any{"codec": "zstd", "level": level}
+			mp := a.write(t, spool)
+			ds := a.name + ".ome.zarr"
+			raw := filepath.Join(spool, a.name+".raw")
+			t.Run(a.name, func(t *testing.T) {
+				if _, stderr, err := zspool(t, "convert", mp, "--dest", dest, "--engine", "cpu", "--zstd-encoder", pipeline.EncoderWindow, "--quiet"); err != nil {
+					t.Fatalf("convert: %v\n%s", err, stderr)
+				}
+				out, stderr, err := zspool(t, "verify", filepath.Join(dest, ds), "--raw", raw, "--quiet")
+				if err != nil || !strings.Contains(out, "equals the raw file") {
+					t.Fatalf("verify: %v\n%s%s", err, out, stderr)
+				}
+				forEachStoredChunk(t, dest, ds, func(where string, elem int, stored, chunk []byte) {
+					if want := zstdlit.EncodeWindow(nil, chunk, zstdlit.WindowOptionsFor(level, elem)); !bytes.Equal(stored, want) {
+						t.Fatalf("%s: %d stored bytes are not the windowed encoder's %d", where, len(stored), len(want))
+					}
+					countBlocks(stored[zstdlit.FrameHeaderSize(len(chunk)):], &counts)
+				})
+			})
+			cases = append(cases, interopCase{Dataset: filepath.Join(dest, ds), Raw: raw})
+		}
+	}
+	// 12-bit noise still compresses, so no block here is stored raw (the
+	// zstdlit tests cover matches into raw blocks).
+	if counts.rle == 0 || counts.oneStream == 0 || counts.fourStreams == 0 {
+		t.Fatalf("blocks written: %+v; want RLE and Huffman blocks of one and of four streams", counts)
 	}
 	t.Logf("blocks written: %+v", counts)
 	checkWithZarrita(t, cases)

@@ -77,6 +77,7 @@ func TestTheZstdChecksumOptionPutsAVerifiedChecksumInEveryFrameOfEitherEncoder(t
 		{"the default encoder with the checksum on", pipeline.EncoderDefault, true},
 		{"klauspost with the checksum on", pipeline.EncoderKlauspost, true},
 		{"lit with the checksum on", pipeline.EncoderLit, true},
+		{"window with the checksum on", pipeline.EncoderWindow, true},
 		{"the default encoder leaves it off", pipeline.EncoderDefault, false},
 		{"klauspost with the checksum off", pipeline.EncoderKlauspost, false},
 		{"lit with the checksum off", pipeline.EncoderLit, false},

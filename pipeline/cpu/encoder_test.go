@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,8 +26,14 @@ import (
 // (160 KiB: two zstd blocks, the second short; ragged in y and x) whose
 // epochs differ: 12-bit gaussian frames (Huffman literals), frames of one
 // value (Huffman over two symbols beside the zero padding), and a last
-// frame of fill (absent chunks).
+// frame of fill (absent chunks), compressed at the manifest's default.
 func encoderAcq(t *testing.T, dir string) (manifest string, raw []byte) {
+	return encoderAcqAt(t, dir, nil)
+}
+
+// encoderAcqAt is encoderAcq with compression.level set, when level is
+// not nil.
+func encoderAcqAt(t *testing.T, dir string, level *int) (manifest string, raw []byte) {
 	t.Helper()
 	const frame = 300 * 170
 	raw = append(corpus.Gaussian12(2*frame, 1500, 40, 1), make([]byte, 3*frame*2)...)
@@ -38,6 +45,9 @@ func encoderAcq(t *testing.T, dir string) (manifest string, raw []byte) {
 		{"name": "y", "size": 300, "chunk": 256, "shard": 2},
 		{"name": "x", "size": 170, "chunk": 160, "shard": 2},
 	}}
+	if level != nil {
+		m["compression"] = map[string]any{"codec": "zstd", "level": *level}
+	}
 	return acqtest.Write(t, dir, m, raw), raw
 }
 
@@ -62,10 +72,32 @@ func convertWith(t *testing.T, manifest, dest string, opts pipeline.Options) {
 	}
 }
 
-func TestTheLitEncoderStoresExactlyZstdlitsFrameOfEveryPaddedChunk(t *testing.T) {
+func TestZstdlitsEncodersStoreExactlyTheirFrameOfEveryPaddedChunk(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		encoder string
+		level   int
+		frame   func(padded []byte) []byte
+	}{
+		{"segmented, by its old name lit", pipeline.EncoderLit, 1,
+			func(b []byte) []byte { return zstdlit.Encode(nil, b, zstdlit.Options{}) }},
+		{"window at level 1", pipeline.EncoderWindow, 1,
+			func(b []byte) []byte { return zstdlit.EncodeWindow(nil, b, zstdlit.WindowOptionsFor(1, 2)) }},
+		{"window at level 5", pipeline.EncoderWindow, 5,
+			func(b []byte) []byte { return zstdlit.EncodeWindow(nil, b, zstdlit.WindowOptionsFor(5, 2)) }},
+		{"the CPU engine's default at level 2: window", pipeline.EncoderDefault, 2,
+			func(b []byte) []byte { return zstdlit.EncodeWindow(nil, b, zstdlit.WindowOptionsFor(2, 2)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storesExactFrames(t, tc.encoder, tc.level, tc.frame)
+		})
+	}
+}
+
+func storesExactFrames(t *testing.T, encoder string, level int, frame func(padded []byte) []byte) {
 	spool, dest := t.TempDir(), t.TempDir()
-	manifest, raw := encoderAcq(t, spool)
-	convertWith(t, manifest, dest, pipeline.Options{ZstdEncoder: pipeline.EncoderLit})
+	manifest, raw := encoderAcqAt(t, spool, &level)
+	convertWith(t, manifest, dest, pipeline.Options{ZstdEncoder: encoder})
 
 	ctx := context.Background()
 	store := localfs.New(dest)
@@ -108,8 +140,8 @@ func TestTheLitEncoderStoresExactlyZstdlitsFrameOfEveryPaddedChunk(t *testing.T)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := zstdlit.Encode(nil, padded, zstdlit.Options{}); !bytes.Equal(stored, want) {
-			t.Fatalf("chunk %v: stored %d bytes differ from zstdlit's %d", c, len(stored), len(want))
+		if want := frame(padded); !bytes.Equal(stored, want) {
+			t.Fatalf("chunk %v: stored %d bytes differ from the encoder's %d", c, len(stored), len(want))
 		}
 		// Block_Type 2 (Compressed) first: Huffman literals were used.
 		hs := zstdlit.FrameHeaderSize(len(padded))
@@ -135,18 +167,32 @@ func TestTheLitEncoderStoresExactlyZstdlitsFrameOfEveryPaddedChunk(t *testing.T)
 	}
 }
 
-// EncoderKlauspost names what the CPU engine's default already does, so
-// the two must write the same bytes.
-func TestTheDefaultAndKlauspostEncodersWriteTheSameShards(t *testing.T) {
-	spool := t.TempDir()
-	manifest, _ := encoderAcq(t, spool)
-	def, kl := t.TempDir(), t.TempDir()
-	convertWith(t, manifest, def, pipeline.Options{})
-	convertWith(t, manifest, kl, pipeline.Options{ZstdEncoder: pipeline.EncoderKlauspost})
-	shards := filepath.Join("acq.ome.zarr", "0", "c")
-	n, err := dirdiff.Same(filepath.Join(def, shards), filepath.Join(kl, shards))
-	if err != nil || n == 0 {
-		t.Fatalf("walked %d shards: the default and klauspost differ: %v", n, err)
+// The CPU engine's default is the windowed encoder at levels 1 and 2 and
+// klauspost from level 3 on (and at 0, zstd's "default level", 3): naming
+// the encoder the default picks writes the same bytes.
+func TestTheDefaultEncoderIsWindowUpToLevel2AndKlauspostAbove(t *testing.T) {
+	for _, tc := range []struct {
+		level int
+		same  string
+	}{
+		{1, pipeline.EncoderWindow},
+		{2, pipeline.EncoderWindow},
+		{3, pipeline.EncoderKlauspost},
+		{0, pipeline.EncoderKlauspost},
+		{7, pipeline.EncoderKlauspost},
+	} {
+		t.Run(fmt.Sprintf("level %d: %s", tc.level, tc.same), func(t *testing.T) {
+			spool := t.TempDir()
+			manifest, _ := encoderAcqAt(t, spool, &tc.level)
+			def, named := t.TempDir(), t.TempDir()
+			convertWith(t, manifest, def, pipeline.Options{})
+			convertWith(t, manifest, named, pipeline.Options{ZstdEncoder: tc.same})
+			shards := filepath.Join("acq.ome.zarr", "0", "c")
+			n, err := dirdiff.Same(filepath.Join(def, shards), filepath.Join(named, shards))
+			if err != nil || n == 0 {
+				t.Fatalf("walked %d shards: the default and %s differ: %v", n, tc.same, err)
+			}
+		})
 	}
 }
 
@@ -162,7 +208,7 @@ func TestAnUnknownZstdEncoderIsRefusedNamingItAndTheChoices(t *testing.T) {
 	if err == nil {
 		t.Fatal("an unknown encoder was accepted")
 	}
-	for _, want := range []string{`"gpu"`, `"klauspost"`, `"segmented"`, `"lit"`, "zstd_encoder"} {
+	for _, want := range []string{`"gpu"`, `"klauspost"`, `"window"`, `"segmented"`, `"lit"`, "zstd_encoder"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
