@@ -6,7 +6,9 @@
 # side by side:
 #
 #   1. zspool convert --engine gpu    raw file (page cache) → local directory
-#   2. zspool convert --engine cpu    the same
+#   2. zspool convert --engine cpu    the same (its default encoder; 2b:
+#                                     --zstd-encoder klauspost, the
+#                                     default before the windowed encoder)
 #   3. tensorstore                    the same array, same shapes, libzstd 1
 #   4. s3upload                       the AWS SDK's transfer manager uploading
 #                                     item 1's dataset to a local S3 server
@@ -91,6 +93,11 @@ echo "== 1. zspool convert --engine gpu → $shm"
 timed "$zspool" convert "$work/cam.json" --dest "$work/gpu" --engine "$gpu" --quiet | tee "$work/1.out"
 echo "== 2. zspool convert --engine cpu → $shm"
 timed "$zspool" convert "$work/cam.json" --dest "$work/cpu" --engine cpu --quiet | tee "$work/2.out"
+stored_cpu=$(du -sb "$work/cpu" | cut -f1)
+rm -rf "$work/cpu"
+echo "== 2b. zspool convert --engine cpu --zstd-encoder klauspost → $shm"
+timed "$zspool" convert "$work/cam.json" --dest "$work/cpu" --engine cpu --zstd-encoder klauspost --quiet | tee "$work/2b.out"
+stored_kl=$(du -sb "$work/cpu" | cut -f1)
 rm -rf "$work/cpu"
 echo "== 3. tensorstore → $shm"
 if [ -n "${NO_TENSORSTORE:-}" ]; then
@@ -187,6 +194,7 @@ echo "== $(printf '%.1f' "$raw_gib") GiB of camera data (stored: $(printf '%.2f'
 printf '%-44s %12s %12s %10s %10s\n' "path" "GiB/s raw" "GiB/s out" "wall s" "RSS MiB"
 printf '%-44s %12.3f %12s %10s %10s\n' "1. zspool convert --engine gpu → tmpfs" "$(rate_of "$work/1.out")" "" "$(wall_of "$work/1.out")" "$(rss_of "$work/1.out")"
 printf '%-44s %12.3f %12s %10s %10s\n' "2. zspool convert --engine cpu → tmpfs" "$(rate_of "$work/2.out")" "" "$(wall_of "$work/2.out")" "$(rss_of "$work/2.out")"
+printf '%-44s %12.3f %12s %10s %10s\n' "2b. the same, --zstd-encoder klauspost" "$(rate_of "$work/2b.out")" "" "$(wall_of "$work/2b.out")" "$(rss_of "$work/2b.out")"
 printf '%-44s %12.3f %12s %10s %10s\n' "3. tensorstore → tmpfs" "$ts_rate" "" "" ""
 printf '%-44s %12s %12.3f %10s %10s\n' "4. transfer manager upload of 1's dataset" "" "$tm_rate" "" ""
 printf '%-44s %12.3f %12.3f %10s %10s\n' "5. zspool convert --engine gpu → S3" "$zs_rate" "$zs_out" "$(wall_of "$work/5.out")" "$(rss_of "$work/5.out")"
@@ -196,3 +204,7 @@ echo
 printf 'CPU vs tensorstore: %.2f×; S3 out vs transfer manager: %.2f×; daemon vs convert to S3: %.2f×\n' \
 	"$(calc "$(rate_of "$work/2.out") / $ts_rate")" "$(calc "$zs_out / $tm_rate")" \
 	"$(calc "2 * $raw_gib / $daemon_s / $zs_rate")"
+ratio() { calc "$raw_gib * 1073741824 / $1"; }
+ts_ratio=$(sed -n 's/.* ratio \([0-9.]*\),.*/\1/p' "$work/3.out" | tail -1)
+printf 'ratio (raw / stored bytes): 1. gpu %.3f; 2. cpu %.3f; 2b. cpu klauspost %.3f; 3. tensorstore %s\n' \
+	"$(ratio "$out_bytes")" "$(ratio "$stored_cpu")" "$(ratio "$stored_kl")" "${ts_ratio:--}"
