@@ -61,20 +61,29 @@ var llCodeOf, mlCodeOf = func() (ll [64]uint8, ml [128]uint8) {
 	return ll, ml
 }()
 
-// fseTable is an FSE encoding table for one predefined distribution.
+// The largest sequence-code table (log 9) and alphabet (53 match length
+// codes), as powers of two: fixed arrays, indexed under a mask, keep the
+// hot loop free of bounds checks and the blocks free of allocations.
+const (
+	fseMaxStates = 1 << 9
+	fseMaxSyms   = 64
+)
+
+// fseTable is an FSE encoding table for one distribution. Its zero value
+// (log 0, state 0 → 0) writes no bits for any symbol: RLE_Mode's stream.
 type fseTable struct {
 	log   uint
-	state []uint16 // next state by (state >> nbBits) + deltaFindState
-	sym   []fseSym
+	state [fseMaxStates]uint16 // next state by (state >> nbBits) + deltaFindState
+	sym   [fseMaxSyms]fseSym
 }
 
-// newFSETable builds the encoding table the decoder's table for norm
-// implies (every count ≥ 1 for a present symbol: normalize gives no "less
-// than 1" probabilities): symbols spread with step 5/8·size + 3.
-func newFSETable(norm []int, log uint) *fseTable {
+// build makes t the encoding table the decoder's table for norm implies
+// (every count ≥ 1 for a present symbol: normalize gives no "less than 1"
+// probabilities): symbols spread with step 5/8·size + 3.
+func (t *fseTable) build(norm []int, log uint) {
 	size := 1 << log
-	spread := make([]byte, size)
-	cumul := make([]int, len(norm)+1)
+	var spread [fseMaxStates]byte
+	var cumul, next [fseMaxSyms + 1]int
 	for s, n := range norm {
 		cumul[s+1] = cumul[s] + n
 	}
@@ -85,8 +94,9 @@ func newFSETable(norm []int, log uint) *fseTable {
 			pos = (pos + step) & mask
 		}
 	}
-	t := &fseTable{log: log, state: make([]uint16, size), sym: make([]fseSym, len(norm))}
-	next := append([]int(nil), cumul...)
+	t.log = log
+	t.sym = [fseMaxSyms]fseSym{}
+	next = cumul
 	for u := 0; u < size; u++ {
 		s := spread[u]
 		t.state[next[s]] = uint16(size + u)
@@ -102,7 +112,13 @@ func newFSETable(norm []int, log uint) *fseTable {
 		}
 		t.sym[s] = fseSym{deltaNbBits: maxBitsOut<<16 - uint32(c)<<maxBitsOut, deltaFindState: int32(cumul[s] - c)}
 	}
-	return t
+}
+
+// setRLE makes t the table of RLE_Mode: no state, no bits.
+func (t *fseTable) setRLE() {
+	t.log = 0
+	t.state[0] = 0
+	t.sym = [fseMaxSyms]fseSym{}
 }
 
 func (t *fseTable) init(s int) uint32 {
@@ -126,7 +142,7 @@ type seqCoder struct {
 	count []uint32
 	n     []int
 	rle   bool
-	t     *fseTable
+	t     fseTable // setRLE's when rle
 	st    uint32
 }
 
@@ -155,13 +171,14 @@ func (c *seqCoder) plan(dst []byte, codes []uint8, alphabet, maxLog int) (out []
 	}
 	if int(c.count[codes[0]]) == len(codes) {
 		c.rle = true
+		c.t.setRLE()
 		return append(dst, codes[0]), 1
 	}
 	c.rle = false
 	log := tableLog(len(codes), maxSym, maxLog)
 	c.n = append(c.n[:0], make([]int, alphabet)...)
 	normalize(c.count, maxSym, log, c.n)
-	c.t = newFSETable(c.n[:maxSym+1], uint(log))
+	c.t.build(c.n[:maxSym+1], uint(log))
 	return appendNCount(dst, c.n, maxSym, log), 2
 }
 
@@ -179,6 +196,7 @@ func tableLog(n, maxSym, maxLog int) int {
 }
 
 func (c *seqCoder) init(s uint8) {
+	c.st = 0 // the RLE table's one state
 	if !c.rle {
 		c.st = c.t.init(int(s))
 	}
@@ -256,56 +274,38 @@ func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
 	o := len(out)
 	out = out[:cap(out)]
 	acc, nb := w.acc, w.nbits
-	ll, ml, of := sw.ll, sw.ml, sw.of
-	type fse struct {
-		rle   bool
-		st    uint32
-		state []uint16
-		sym   []fseSym
-	}
-	mk := func(c *seqCoder) fse {
-		if c.rle {
-			return fse{rle: true}
-		}
-		return fse{st: c.st, state: c.t.state, sym: c.t.sym}
-	}
-	cof, cml, cll := mk(&sw.cof), mk(&sw.cml), mk(&sw.cll)
+	ll, ml, of := sw.ll[:len(seqs)], sw.ml[:len(seqs)], sw.of[:len(seqs)]
+	// An RLE stream's table is the zero table: it writes no bits, so the
+	// loop needs no branch for it.
+	tof, tml, tll := &sw.cof.t, &sw.cml.t, &sw.cll.t
+	sof, sml, sll := sw.cof.st, sw.cml.st, sw.cll.st
 	for i := len(seqs) - 1; i >= 0; i-- {
 		q := seqs[i]
 		lc, mc, oc := ll[i], ml[i], of[i]
-		if !cof.rle {
-			d := cof.sym[oc]
-			k := (cof.st + d.deltaNbBits) >> 16
-			acc |= uint64(cof.st&(1<<k-1)) << nb
-			nb += uint(k)
-			cof.st = uint32(cof.state[int32(cof.st>>k)+d.deltaFindState])
-		}
-		if !cml.rle {
-			d := cml.sym[mc]
-			k := (cml.st + d.deltaNbBits) >> 16
-			acc |= uint64(cml.st&(1<<k-1)) << nb
-			nb += uint(k)
-			cml.st = uint32(cml.state[int32(cml.st>>k)+d.deltaFindState])
-		}
-		if !cll.rle {
-			d := cll.sym[lc]
-			k := (cll.st + d.deltaNbBits) >> 16
-			acc |= uint64(cll.st&(1<<k-1)) << nb
-			nb += uint(k)
-			cll.st = uint32(cll.state[int32(cll.st>>k)+d.deltaFindState])
-		}
+		// The three states' bits are gathered first and added to the
+		// accumulator at once: one step of the chain through nb, not
+		// three.
+		d := tof.sym[oc&(fseMaxSyms-1)]
+		k1 := (sof + d.deltaNbBits) >> 16
+		bitsOut := uint64(sof & (1<<k1 - 1))
+		sof = uint32(tof.state[(int32(sof>>k1)+d.deltaFindState)&(fseMaxStates-1)])
+		d = tml.sym[mc&(fseMaxSyms-1)]
+		k2 := (sml + d.deltaNbBits) >> 16
+		bitsOut |= uint64(sml&(1<<k2-1)) << k1
+		sml = uint32(tml.state[(int32(sml>>k2)+d.deltaFindState)&(fseMaxStates-1)])
+		d = tll.sym[lc&(fseMaxSyms-1)]
+		k3 := (sll + d.deltaNbBits) >> 16
+		bitsOut |= uint64(sll&(1<<k3-1)) << (k1 + k2)
+		sll = uint32(tll.state[(int32(sll>>k3)+d.deltaFindState)&(fseMaxStates-1)])
+		acc |= bitsOut << nb
+		nb += uint(k1 + k2 + k3)
 		if nb >= 32 {
 			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
 			o, acc, nb = o+4, acc>>32, nb-32
 		}
-		acc |= uint64(q.litLen-llBase[lc]) << nb
-		nb += uint(llBits[lc])
-		if nb >= 32 {
-			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
-			o, acc, nb = o+4, acc>>32, nb-32
-		}
-		acc |= uint64(q.matchLen-mlBase[mc]) << nb
-		nb += uint(mlBits[mc])
+		lb := uint(llBits[lc])
+		acc |= (uint64(q.litLen-llBase[lc]) | uint64(q.matchLen-mlBase[mc])<<lb) << nb
+		nb += lb + uint(mlBits[mc])
 		if nb >= 32 {
 			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
 			o, acc, nb = o+4, acc>>32, nb-32
@@ -317,7 +317,7 @@ func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
 			o, acc, nb = o+4, acc>>32, nb-32
 		}
 	}
-	sw.cof.st, sw.cml.st, sw.cll.st = cof.st, cml.st, cll.st
+	sw.cof.st, sw.cml.st, sw.cll.st = sof, sml, sll
 	w.out, w.acc, w.nbits = out[:o], acc, nb
 }
 

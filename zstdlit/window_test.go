@@ -160,3 +160,24 @@ func FuzzEncodeWindowDecodes(f *testing.F) {
 		windowDecodes(t, src, opts[int(rung)%len(opts)])
 	})
 }
+
+func TestDenseFramesTakeTheLongerMinimumMatch(t *testing.T) {
+	dim, bright := synth.CameraDim(256, 256), synth.CameraBright(256, 256)
+	for _, tc := range []struct {
+		name  string
+		chunk []byte
+		mm    int
+	}{
+		{"a dim frame (under DenseEntropy bits a byte)", cameraChunks(dim)[0], 7},
+		{"a bright frame", cameraChunks(bright)[0], 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := WindowOptionsFor(1, 2)
+			fixed := opt
+			fixed.DenseMinMatch, fixed.MinMatch = 0, tc.mm
+			if got, want := EncodeWindow(nil, tc.chunk, opt), EncodeWindow(nil, tc.chunk, fixed); !bytes.Equal(got, want) {
+				t.Fatalf("entropy %.2f bits a byte: the frame is not the one of a %d-byte minimum match", entropy(tc.chunk[:MaxBlockSize]), tc.mm)
+			}
+		})
+	}
+}
