@@ -5,6 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -170,5 +173,56 @@ func BenchmarkCameraEncoders(b *testing.B) {
 			}
 			kl.Close()
 		}
+	}
+}
+
+// BenchmarkCameraEncodersParallel runs the level-1 encoders on every core
+// at once (one encoder per goroutine, chunks handed out in turn), as the
+// CPU engine's workers do: its rate over BenchmarkCameraEncoders' one-core
+// rate says how the encoder scales with the cores sharing caches and
+// memory, apart from the rest of the pipeline.
+//
+//	go test -run '^$' -bench CameraEncodersParallel -benchtime 4x ./zstdlit
+func BenchmarkCameraEncodersParallel(b *testing.B) {
+	cam := synth.CameraBright(2048, 2048) // 64 chunks: a few for each of 16 cores
+	chunks := cameraChunks(cam)
+	var in int64
+	for _, ch := range chunks {
+		in += int64(len(ch))
+	}
+	for _, name := range []string{"klauspost", "window"} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(in)
+			for b.Loop() {
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				for range runtime.GOMAXPROCS(0) {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						kl, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+							zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						defer kl.Close()
+						var dst []byte
+						for {
+							i := int(next.Add(1) - 1)
+							if i >= len(chunks) {
+								return
+							}
+							if name == "window" {
+								dst = EncodeWindow(dst[:0], chunks[i], WindowOptionsFor(1, cam.ElemSize()))
+							} else {
+								dst = kl.EncodeAll(chunks[i], dst[:0])
+							}
+						}
+					}()
+				}
+				wg.Wait()
+			}
+		})
 	}
 }
