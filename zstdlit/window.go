@@ -118,13 +118,16 @@ var windowEncoders = sync.Pool{New: func() any { return new(windowEncoder) }}
 type windowEncoder struct {
 	encoder
 	// table holds, by hash, the latest position + 1 (0 for none) in the
-	// low 32 bits and the 4 bytes found there in the high 32: a candidate
-	// whose bytes differ is turned down without reading the chunk at a
-	// random place, the parse's most expensive load.
-	table []uint64
-	rep   [3]uint32
-	wlits []byte
-	wseqs []sequence
+	// low posBits bits and, above them, a tag: more bits of the same
+	// hash. A candidate whose tag differs is turned down without reading
+	// the chunk at a random place, the parse's most expensive load, and
+	// the table stays at 4 bytes an entry (256 KiB for 2^16), which
+	// matters when every core runs an encoder against one cache.
+	table   []uint32
+	posBits uint
+	rep     [3]uint32
+	wlits   []byte
+	wseqs   []sequence
 }
 
 // EncodeWindow appends one zstd frame holding src to dst.
@@ -143,11 +146,12 @@ func EncodeWindow(dst, src []byte, opt WindowOptions) []byte {
 	}
 	e := windowEncoders.Get().(*windowEncoder)
 	if len(e.table) != 1<<opt.HashLog {
-		e.table = make([]uint64, 1<<opt.HashLog)
+		e.table = make([]uint32, 1<<opt.HashLog)
 	} else {
 		clear(e.table)
 	}
 	e.rep = [3]uint32{1, 4, 8}
+	e.posBits = uint(bits.Len(uint(len(src))))
 	maxOff := len(src)
 	if len(src) > singleSegmentLimit {
 		maxOff = windowLimit
@@ -197,15 +201,19 @@ func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff in
 func (e *windowEncoder) insertRange(src []byte, start, end int, opt WindowOptions) {
 	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
 	for p := start; p+8 <= end; p += 2 {
-		v := binary.LittleEndian.Uint64(src[p:])
-		e.table[hashWin(v, shift, hl)] = entry(p, v)
+		h, tag := hashTag(binary.LittleEndian.Uint64(src[p:]), shift, hl, e.posBits)
+		e.table[h] = uint32(p+1) | tag
 	}
 }
 
 const winPrime = 0xCF1BBCDCB7A56463
 
-func hashWin(v uint64, shift, hl uint) uint32 {
-	return uint32(((v << shift) * winPrime) >> hl)
+// hashTag hashes the bytes of v that shift keeps: the table index from the
+// top bits, the tag from the 32-posBits bits below them, placed above a
+// position of posBits bits.
+func hashTag(v uint64, shift, hl, posBits uint) (uint32, uint32) {
+	x := (v << shift) * winPrime
+	return uint32(x >> hl), uint32(x<<(64-hl)>>32) &^ (1<<posBits - 1)
 }
 
 // parseWindow fills e.wlits and e.wseqs for src[start:end].
@@ -222,14 +230,16 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	ss := uint(opt.SearchStrength)
 	stride := opt.Stride
 	tab := e.table
+	pb := e.posBits
+	posMask := uint32(1)<<pb - 1
 	anchor, ip := start, start
 	limit := end - 8 // positions with 8 readable bytes inside the block
 	for ip < limit {
 		cur := binary.LittleEndian.Uint64(src[ip:])
-		h := hashWin(cur, shift, hl)
+		h, tag := hashTag(cur, shift, hl, pb)
 		t := tab[h]
-		tab[h] = entry(ip, cur)
-		c := int(uint32(t)) - 1
+		tab[h] = uint32(ip+1) | tag
+		c := int(t&posMask) - 1
 		// The most recent offset is tried first, one byte on: a decoder
 		// pays a few bits for it against a full offset.
 		if r := int(e.rep[0]); ip > anchor && ip+1-r >= 0 &&
@@ -245,7 +255,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 				continue
 			}
 		}
-		if uint32(t>>32) == uint32(cur) && c >= 0 && ip-c <= maxOff && (binary.LittleEndian.Uint64(src[c:])^cur)&mask == 0 {
+		if t&^posMask == tag && c >= 0 && c < ip && ip-c <= maxOff && (binary.LittleEndian.Uint64(src[c:])^cur)&mask == 0 {
 			l := matchLen(src, c, ip, end)
 			for ip > anchor && c > 0 && src[ip-1] == src[c-1] {
 				ip--
@@ -272,8 +282,8 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 // there.
 func (e *windowEncoder) fill(src []byte, ip, limit int, shift, hl uint) {
 	if ip < limit {
-		v := binary.LittleEndian.Uint64(src[ip-2:])
-		e.table[hashWin(v, shift, hl)] = entry(ip-2, v)
+		h, tag := hashTag(binary.LittleEndian.Uint64(src[ip-2:]), shift, hl, e.posBits)
+		e.table[h] = uint32(ip-1) | tag
 	}
 }
 
@@ -356,6 +366,3 @@ func entropy(b []byte) float64 {
 	}
 	return e
 }
-
-// entry is a table entry for position p, whose next 8 bytes are v.
-func entry(p int, v uint64) uint64 { return v<<32 | uint64(uint32(p+1)) }
