@@ -51,8 +51,8 @@ func (w *daemonWalk) validate(d *Daemon, lookupEnv func(string) (string, bool)) 
 		// pipeline.EncoderKlauspost, pipeline.EncoderWindow,
 		// pipeline.EncoderSegmented and its old name pipeline.EncoderLit;
 		// this package cannot import pipeline, which imports it. Left
-		// out, the engine picks (on the CPU the windowed encoder at
-		// levels 1 and 2, klauspost above; its own encoder on the GPU).
+		// out, the engine picks (the windowed encoder on the CPU, its own
+		// encoder on the GPU).
 		w.oneOf("zstd_encoder", d.ZstdEncoder, []string{"klauspost", "window", "segmented", "lit"})
 	}
 	w.intRange("concurrent_jobs", d.ConcurrentJobs, 1, MaxConcurrentJobs)

@@ -39,8 +39,8 @@ type Options struct {
 	// EncoderSegmented (EncoderLit, its old name, is taken for it;
 	// NewPlan keeps the canonical name).
 	//
-	// CPU engine: default Plan.HostZstdEncoder (the windowed encoder at
-	// levels 1 and 2, klauspost above). GPU engine: default is its own
+	// CPU engine: default the windowed encoder (Plan.HostZstdEncoder).
+	// GPU engine: default is its own
 	// GPU encoder, which writes exactly what EncoderSegmented writes;
 	// EncoderKlauspost and EncoderWindow make the GPU engine compress on
 	// the CPU with them.
@@ -68,9 +68,9 @@ type Options struct {
 
 // The zstd encoders Options.ZstdEncoder names.
 const (
-	// EncoderDefault is the engine's own choice: on the CPU engine the
-	// windowed encoder at levels 1 and 2 and klauspost above
-	// (Plan.HostZstdEncoder), the GPU encoder on the GPU engine.
+	// EncoderDefault is the engine's own choice: the windowed encoder on
+	// the CPU engine (Plan.HostZstdEncoder), the GPU encoder on the GPU
+	// engine.
 	EncoderDefault = ""
 	// EncoderKlauspost is github.com/klauspost/compress/zstd at the
 	// manifest's level, on the CPU.
@@ -127,21 +127,16 @@ func (p *Plan) WindowOptions() zstdlit.WindowOptions {
 }
 
 // HostZstdEncoder is the encoder that compresses on the host's cores:
-// Options.ZstdEncoder, or for EncoderDefault the CPU engine's choice by
-// level. At levels 1 and 2 that is the windowed encoder, whose ratio on
-// the camera corpus is within 1% of libzstd level 1 on every set (dim
-// frames: +10% over klauspost level 1) at klauspost's speed over the
-// whole corpus (negative levels included, which ask for speed); from
-// level 3 on klauspost, whose level-3 search beats the windowed encoder's
-// (README, "Compression ratio").
+// Options.ZstdEncoder, or for EncoderDefault the windowed encoder. On the
+// camera corpus it keeps at least 99% of libzstd's ratio at levels 1 and
+// 3, where klauspost keeps 91% (dim frames, level 1) and 97-99% (level
+// 3); at level 1 it takes klauspost's time over the corpus, at level 3
+// a quarter more (README, "Compression ratio").
 func (p *Plan) HostZstdEncoder() string {
 	if p.Options.ZstdEncoder != EncoderDefault {
 		return p.Options.ZstdEncoder
 	}
-	if lv := p.Manifest.Compression.Level; lv != 0 && lv <= 2 {
-		return EncoderWindow
-	}
-	return EncoderKlauspost // also at 0, which zstd reads as its default level, 3
+	return EncoderWindow
 }
 
 func (o Options) withDefaults() Options {

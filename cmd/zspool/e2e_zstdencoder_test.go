@@ -240,7 +240,7 @@ func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 	checkWithZarrita(t, cases)
 }
 
-// The windowed encoder (the CPU engine's default at levels 1 and 2) is
+// The windowed encoder (the CPU engine's default) is
 // read by zarrita and verified against the raw file at every rung of its
 // ladder, with matches reaching back across blocks and repeat offsets
 // carried over from one block to the next.

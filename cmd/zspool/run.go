@@ -175,9 +175,9 @@ func describeZstdEncoder(name string) string {
 	switch name {
 	case pipeline.EncoderDefault:
 		if engine.GPUBuilt {
-			return "the engine's default (on the CPU window at compression levels 1-2 and klauspost above; the GPU's own encoder on the GPU)"
+			return "the engine's default (window on the CPU, the GPU's own encoder on the GPU)"
 		}
-		return "the engine's default (window at compression levels 1-2, klauspost above)"
+		return "the engine's default (window)"
 	case pipeline.EncoderWindow:
 		return "window (zstdlit's windowed encoder, at compression.level)"
 	case pipeline.EncoderSegmented:
