@@ -78,7 +78,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shard := fs.Int64("shard", 0, "chunks per shard along y and x (0: the manifest's default)")
 	destURL := fs.String("dest", "", "write the dataset here (a directory or s3://bucket/prefix; bench.ome.zarr is replaced on every pass), as convert does; empty: a sink that keeps nothing, the engine's figure alone")
 	df := newDestFlags(fs)
-	source := fs.String("source", "", "file: convert a synthetic raw file; pinned (GPU): synthetic frames placed in the engine's pinned staging buffers, no file (default: pinned on the GPU engine unless --zstd-encoder klauspost with --codec zstd, file otherwise)")
+	source := fs.String("source", "", "file: convert a synthetic raw file; pinned (GPU): synthetic frames placed in the engine's pinned staging buffers, no file (default: pinned on the GPU engine unless it compresses on the host, --zstd-encoder klauspost or window with --codec zstd; file otherwise)")
 	keep := fs.String("keep", "", "write the synthetic raw file here and keep it (to compare other tools on the same bytes)")
 	multiscale := fs.Bool("multiscale", false, "convert twice, level 0 alone and with a mean pyramid over y and x (default levels), and report the pyramid's end-to-end rate against the single-level one")
 	var ef engineFlags
@@ -377,16 +377,25 @@ func fillFrames(bufs [][]byte, spec benchSpec) {
 
 func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec benchSpec, source string) {
 	what := fmt.Sprintf("engine cpu, %d workers", plan.Options.Workers)
-	if d, ok := eng.(kernels.DeviceReporter); ok {
+	// The encoder in effect is named even when it is the engine's own,
+	// since the CPU engine's default is an encoder of its own.
+	enc := plan.Options.ZstdEncoder
+	d, gpu := eng.(kernels.DeviceReporter)
+	if gpu {
 		what = fmt.Sprintf("engine gpu on %s, %d compression workers", d.Device(), plan.Options.Workers)
+	}
+	switch {
+	case enc != pipeline.EncoderDefault:
+	case gpu:
+		enc = "the GPU's own (segmented)"
+	default:
+		enc = plan.HostZstdEncoder() + " (the default)"
 	}
 	fmt.Fprintf(w, "%s\n%d frames of %d×%d %s (%s), chunk %d×%d×%d (epoch %s), codec %s",
 		what, spec.frames, spec.side, spec.side, spec.data.dtype, spec.data.describe, plan.EpochFrames(), spec.chunk, spec.chunk, pipeline.FormatBytes(plan.EpochBytes()), spec.codec)
 	if spec.codec == "zstd" {
 		fmt.Fprintf(w, " level %d", spec.level)
-		if e := plan.Options.ZstdEncoder; e != pipeline.EncoderDefault {
-			fmt.Fprintf(w, ", encoder %s", e)
-		}
+		fmt.Fprintf(w, ", encoder %s", enc)
 		if plan.Options.ZstdChecksum {
 			fmt.Fprint(w, ", checksum")
 		}

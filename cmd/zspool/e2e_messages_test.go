@@ -19,7 +19,7 @@ func TestHelpTextsListOnlyTheFlagsThatApplyAndTheTrueDefaults(t *testing.T) {
 	}{
 		// bench writes to --dest, an S3 one too, so the S3 flags apply.
 		{"bench takes a destination with its S3 options and says when the source is pinned", []string{"bench", "--help"},
-			[]string{"--source", "pinned on the GPU engine unless --zstd-encoder klauspost", "--dest", "--part-size", "--data"}, []string{"pinned for --engine gpu --codec none"}},
+			[]string{"--source", "pinned on the GPU engine unless it compresses on the host, --zstd-encoder klauspost or window", "--dest", "--part-size", "--data"}, []string{"pinned for --engine gpu --codec none"}},
 		{"verify lists no write-only flag", []string{"verify", "--help"},
 			[]string{"--raw", "--endpoint"}, []string{"--max-parts-in-flight", "--conditional-writes", "--part-size"}},
 		{"convert with no argument says what is missing", []string{"convert"},

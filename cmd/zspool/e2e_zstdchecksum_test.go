@@ -116,7 +116,7 @@ func TestTheBenchHeaderSaysWhenFramesCarryAChecksum(t *testing.T) {
 				t.Fatalf("bench: %v\n%s", err, stderr)
 			}
 			// The header's second line ends with the codec's details.
-			if got := strings.Contains(out, "codec zstd level 1, checksum\n"); got != tc.want {
+			if got := strings.Contains(out, "codec zstd level 1, encoder window (the default), checksum\n"); got != tc.want {
 				t.Fatalf("the header names the checksum: %v, want %v\n%s", got, tc.want, out)
 			}
 		})

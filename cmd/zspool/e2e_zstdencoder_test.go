@@ -283,3 +283,25 @@ func TestWindowOutputAtEveryLevelVerifiesAndReadsBackInZarrita(t *testing.T) {
 	t.Logf("blocks written: %+v", counts)
 	checkWithZarrita(t, cases)
 }
+
+func TestTheBenchHeaderNamesTheEncoderInEffect(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  string
+	}{
+		{"the CPU engine's own", nil, "codec zstd level 1, encoder window (the default)\n"},
+		{"one named by the flag", []string{"--zstd-encoder", "klauspost"}, "codec zstd level 1, encoder klauspost\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"bench", "--engine", "cpu", "--size", "1MiB", "--frame", "256", "--chunk", "64"}, tc.extra...)
+			out, stderr, err := zspool(t, args...)
+			if err != nil {
+				t.Fatalf("bench: %v\n%s", err, stderr)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Fatalf("the header does not say %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
