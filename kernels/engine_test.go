@@ -73,8 +73,10 @@ func (a *acquisition) plan(t *testing.T) (*pipeline.Source, *pipeline.Plan) {
 
 // codecCases are what the engines are compared under: codec none; zstd
 // with the GPU's own encoder (the default), against the CPU engine running
-// zstdlit, so stored bytes must match byte for byte; and zstd compressed by
-// both on the CPU with klauspost; and the GPU's zstd with checksums.
+// zstdlit, so stored bytes must match byte for byte; zstd compressed by
+// both on the CPU with klauspost, and with the windowed encoder (the CPU
+// engine's default, named on the GPU engine); and the GPU's zstd with
+// checksums.
 type codecCase struct {
 	name, codec, cpu, gpu string
 	ck                    bool // zstd's content checksum
@@ -85,6 +87,7 @@ var codecCases = []codecCase{
 	{"zstd", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault, false},
 	{"zstd-checksum", "zstd", pipeline.EncoderLit, pipeline.EncoderDefault, true},
 	{"zstd-klauspost", "zstd", pipeline.EncoderKlauspost, pipeline.EncoderKlauspost, false},
+	{"zstd-window", "zstd", pipeline.EncoderDefault, pipeline.EncoderWindow, false},
 }
 
 // newEngines makes the two engines cc compares, the CPU engine and the GPU
