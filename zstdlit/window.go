@@ -281,7 +281,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 			if l := matchLen(src, ip+1-r, ip+1, end); l >= mm {
 				ip++
 				nl += copy(e.wlits[nl:], src[anchor:ip])
-				e.wseqs[ns] = sequence{litLen: uint32(ip - anchor), matchLen: uint32(l), offVal: frameRepCode(&e.rep, uint32(r), false)}
+				e.wseqs[ns] = sequence{litLen: uint32(ip - anchor), matchLen: uint32(l), offVal: e.repCode(uint32(r), false)}
 				ns++
 				ip += l
 				anchor = ip
@@ -308,7 +308,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 			}
 			ll := uint32(ip - anchor)
 			nl += copy(e.wlits[nl:], src[anchor:ip])
-			e.wseqs[ns] = sequence{litLen: ll, matchLen: uint32(l), offVal: frameRepCode(&e.rep, uint32(ip-c), ll == 0)}
+			e.wseqs[ns] = sequence{litLen: ll, matchLen: uint32(l), offVal: e.repCode(uint32(ip-c), ll == 0)}
 			ns++
 			ip += l
 			anchor = ip
@@ -336,35 +336,12 @@ func (e *windowEncoder) fill(src []byte, ip, limit int, shift, hl uint) {
 	}
 }
 
-// frameRepCode returns the Offset_Value of off against the frame's repeat
-// offsets and updates them as the decoder will.
-func frameRepCode(rep *[3]uint32, off uint32, ll0 bool) uint32 {
-	if !ll0 {
-		switch off {
-		case rep[0]:
-			return 1
-		case rep[1]:
-			rep[0], rep[1] = rep[1], rep[0]
-			return 2
-		case rep[2]:
-			rep[0], rep[1], rep[2] = rep[2], rep[0], rep[1]
-			return 3
-		}
-	} else {
-		switch {
-		case off == rep[1]:
-			rep[0], rep[1] = rep[1], rep[0]
-			return 1
-		case off == rep[2]:
-			rep[0], rep[1], rep[2] = rep[2], rep[0], rep[1]
-			return 2
-		case off == rep[0]-1:
-			rep[0], rep[1], rep[2] = off, rep[0], rep[1]
-			return 3
-		}
-	}
-	rep[0], rep[1], rep[2] = off, rep[0], rep[1]
-	return off + 3
+
+// repCode is repCode against the frame's repeat offsets, all three of
+// which a decoder knows from the frame's start (1, 4, 8).
+func (e *windowEncoder) repCode(off uint32, ll0 bool) uint32 {
+	known := 3
+	return repCode(&e.rep, &known, off, ll0)
 }
 
 // matchLen is the length of the common run of src[c:] and src[ip:], ip >
