@@ -128,13 +128,6 @@ func (t *fseTable) init(s int) uint32 {
 	return uint32(t.state[int32(v>>nbOut)+d.deltaFindState])
 }
 
-func (t *fseTable) encode(w *bitWriter, st *uint32, s int) {
-	d := t.sym[s]
-	nbOut := (*st + d.deltaNbBits) >> 16
-	w.add(uint64(*st), uint(nbOut))
-	*st = uint32(t.state[int32(*st>>nbOut)+d.deltaFindState])
-}
-
 // seqCoder codes one of the three sequence code streams in one block: with
 // a table normalized from the block's own histogram (FSE_Compressed_Mode),
 // or, when a single code occurs, RLE_Mode (no state bits at all).
@@ -195,24 +188,11 @@ func tableLog(n, maxSym, maxLog int) int {
 	return max(5, min(log, maxLog))
 }
 
-func (c *seqCoder) init(s uint8) {
-	c.st = 0 // the RLE table's one state
-	if !c.rle {
-		c.st = c.t.init(int(s))
-	}
-}
+// init and flush need no RLE case: the RLE table starts in state 0 and
+// flushes log 0 bits.
+func (c *seqCoder) init(s uint8) { c.st = c.t.init(int(s)) }
 
-func (c *seqCoder) encode(w *bitWriter, s uint8) {
-	if !c.rle {
-		c.t.encode(w, &c.st, int(s))
-	}
-}
-
-func (c *seqCoder) flush(w *bitWriter) {
-	if !c.rle {
-		w.add(uint64(c.st), c.t.log)
-	}
-}
+func (c *seqCoder) flush(w *bitWriter) { w.add(uint64(c.st), c.t.log) }
 
 // seqWriter holds reusable scratch space for appendSequences.
 type seqWriter struct {
