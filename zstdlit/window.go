@@ -135,9 +135,9 @@ type windowEncoder struct {
 	// the table stays at 4 bytes an entry (256 KiB for 2^16), which
 	// matters when every core runs an encoder against one cache.
 	table   []uint32
-	long    []uint32 // LongHashLog's table, the same entries
-	useLong bool
-	hl2     uint // 64 - LongHashLog
+	long    []uint32 // LongHashLog's table, the same entries; nil without one
+	longBuf []uint32 // long's memory, kept for the next frame
+	hl2     uint     // 64 - LongHashLog
 	posBits uint
 	rep     [3]uint32
 	wlits   []byte
@@ -164,15 +164,16 @@ func EncodeWindow(dst, src []byte, opt WindowOptions) []byte {
 	} else {
 		clear(e.table)
 	}
-	e.useLong = opt.LongHashLog != 0
-	if e.useLong {
+	e.long = nil
+	if opt.LongHashLog != 0 {
 		opt.LongHashLog = min(max(opt.LongHashLog, 10), 20, opt.HashLog+4)
 		e.hl2 = uint(64 - opt.LongHashLog)
-		if len(e.long) != 1<<opt.LongHashLog {
-			e.long = make([]uint32, 1<<opt.LongHashLog)
+		if len(e.longBuf) != 1<<opt.LongHashLog {
+			e.longBuf = make([]uint32, 1<<opt.LongHashLog)
 		} else {
-			clear(e.long)
+			clear(e.longBuf)
 		}
+		e.long = e.longBuf
 	}
 	e.rep = [3]uint32{1, 4, 8}
 	e.posBits = uint(bits.Len(uint(len(src))))
@@ -228,7 +229,7 @@ func (e *windowEncoder) insertRange(src []byte, start, end int, opt WindowOption
 		v := binary.LittleEndian.Uint64(src[p:])
 		h, tag := hashTag(v, shift, hl, e.posBits)
 		e.table[h] = uint32(p+1) | tag
-		if e.useLong {
+		if e.long != nil {
 			h, tag = hashTag(v, 0, e.hl2, e.posBits)
 			e.long[h] = uint32(p+1) | tag
 		}
@@ -259,11 +260,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	ss := uint(opt.SearchStrength)
 	stride := opt.Stride
 	tab := e.table
-	long := e.long
-	hl2 := uint(64 - opt.LongHashLog)
-	if opt.LongHashLog == 0 {
-		long = nil
-	}
+	long, hl2 := e.long, e.hl2
 	pb := e.posBits
 	posMask := uint32(1)<<pb - 1
 	anchor, ip := start, start
@@ -329,13 +326,12 @@ func (e *windowEncoder) fill(src []byte, ip, limit int, shift, hl uint) {
 		v := binary.LittleEndian.Uint64(src[ip-2:])
 		h, tag := hashTag(v, shift, hl, e.posBits)
 		e.table[h] = uint32(ip-1) | tag
-		if e.useLong {
+		if e.long != nil {
 			h, tag = hashTag(v, 0, e.hl2, e.posBits)
 			e.long[h] = uint32(ip-1) | tag
 		}
 	}
 }
-
 
 // repCode is repCode against the frame's repeat offsets, all three of
 // which a decoder knows from the frame's start (1, 4, 8).
