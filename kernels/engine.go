@@ -209,7 +209,7 @@ func NewEngine(dev *Device, p *pipeline.Plan) (*Engine, error) {
 	}
 	switch enc := pipeline.CanonicalZstdEncoder(p.Options.ZstdEncoder); {
 	case codec != "zstd":
-	case enc == pipeline.EncoderDefault || enc == pipeline.EncoderSegmented:
+	case !pipeline.OnHost(enc): // its own encoder, or segmented by name
 		if e.chunk >= litMaxChunk {
 			return fail(fmt.Errorf("chunks of %s: the GPU zstd encoder takes at most %s (use --zstd-encoder window or klauspost)",
 				pipeline.FormatBytes(e.chunk), pipeline.FormatBytes(litMaxChunk-1)))

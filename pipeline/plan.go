@@ -485,12 +485,17 @@ func (p *Plan) estimate() WorkingSet {
 }
 
 // hostCompressors says whether the engine compresses on the host's cores:
-// the CPU engine, and the GPU engine with the klauspost or windowed
-// encoder.
+// the CPU engine, and the GPU engine with an encoder OnHost names.
 func (p *Plan) hostCompressors() bool {
 	zstd := p.Manifest.Compression.Codec == "zstd"
-	enc := p.Options.ZstdEncoder
-	return !p.Options.GPU || (zstd && (enc == EncoderKlauspost || enc == EncoderWindow))
+	return !p.Options.GPU || (zstd && OnHost(p.Options.ZstdEncoder))
+}
+
+// OnHost says whether the named zstd encoder runs on the host's cores on
+// the GPU engine too: klauspost and window do; the GPU engine's own
+// (EncoderDefault) and segmented run there on the GPU.
+func OnHost(encoder string) bool {
+	return encoder == EncoderKlauspost || encoder == EncoderWindow
 }
 
 // ResumeAlign is, in level-0 frames, the spacing of points where every

@@ -132,11 +132,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	src := *source
 	if src == "" {
 		// Pinned when the GPU does all the work on the bytes (codec none,
-		// or its own zstd encoder rather than one on the host): then the file reader, not the engine,
-		// would be what a file source measures.
+		// or its own zstd encoder rather than one on the host): then the
+		// file reader, not the engine, would be what a file source
+		// measures.
 		src = "file"
-		hostZstd := opts.ZstdEncoder == pipeline.EncoderKlauspost || opts.ZstdEncoder == pipeline.EncoderWindow
-		if kind == "gpu" && (spec.codec == "none" || !hostZstd) {
+		if kind == "gpu" && (spec.codec == "none" || !pipeline.OnHost(opts.ZstdEncoder)) {
 			src = "pinned"
 		}
 	}
