@@ -36,11 +36,10 @@ type Compressor struct {
 }
 
 type compressWorker struct {
-	enc     *zstd.Encoder   // klauspost; nil with zstdlit or no codec
-	lit     bool            // encode with zstdlit's segmented encoder
-	litOpt  zstdlit.Options // its options
-	win     bool            // encode with zstdlit's windowed encoder
-	winOpt  zstdlit.WindowOptions
+	// encode appends a chunk's stored frame to dst; nil without a codec,
+	// when chunks are stored as they are.
+	encode  func(dst, src []byte) []byte
+	enc     *zstd.Encoder // klauspost's, closed with the compressor; else nil
 	scratch []byte
 }
 
@@ -56,19 +55,18 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 	m := p.Manifest
 	for range p.Options.Workers {
 		w := &compressWorker{scratch: make([]byte, chunkBytes)}
-		switch {
+		// zstdlit's encoders keep their tables in pools of their own, and
+		// write Frame_Content_Size into every frame and single-segment
+		// frames up to 8 MiB, as singleSegmentMax asks (so a windowed
+		// match may reach anywhere in the chunk).
+		switch enc := CanonicalZstdEncoder(p.HostZstdEncoder()); {
 		case m.Compression.Codec != "zstd":
-		case p.HostZstdEncoder() == EncoderWindow:
-			// Single-segment frames up to 8 MiB, like the segmented
-			// encoder's, so a match may reach anywhere in the chunk.
-			w.win = true
-			w.winOpt = p.WindowOptions()
-		case CanonicalZstdEncoder(p.Options.ZstdEncoder) == EncoderSegmented:
-			// zstdlit keeps its tables in a pool of its own, and writes
-			// Frame_Content_Size into every frame and single-segment
-			// frames up to 8 MiB, as singleSegmentMax asks.
-			w.lit = true
-			w.litOpt = p.SegmentedOptions()
+		case enc == EncoderWindow:
+			opt := p.WindowOptions()
+			w.encode = func(dst, src []byte) []byte { return zstdlit.EncodeWindow(dst, src, opt) }
+		case enc == EncoderSegmented:
+			opt := p.SegmentedOptions()
+			w.encode = func(dst, src []byte) []byte { return zstdlit.Encode(dst, src, opt) }
 		default:
 			enc, err := zstd.NewWriter(nil,
 				zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(m.Compression.Level)),
@@ -82,6 +80,7 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 				return nil, fmt.Errorf("zstd encoder: %w", err)
 			}
 			w.enc = enc
+			w.encode = func(dst, src []byte) []byte { return enc.EncodeAll(src, dst) }
 		}
 		c.workers = append(c.workers, w)
 	}
@@ -112,12 +111,8 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 				c.absent[i] = bytes.Equal(b, c.zero)
 				switch {
 				case c.absent[i]:
-				case w.lit:
-					c.outs[i] = zstdlit.Encode(c.outs[i][:0], b, w.litOpt)
-				case w.win:
-					c.outs[i] = zstdlit.EncodeWindow(c.outs[i][:0], b, w.winOpt)
-				case w.enc != nil:
-					c.outs[i] = w.enc.EncodeAll(b, c.outs[i][:0])
+				case w.encode != nil:
+					c.outs[i] = w.encode(c.outs[i][:0], b)
 				default:
 					c.outs[i] = append(c.outs[i][:0], b...)
 				}
