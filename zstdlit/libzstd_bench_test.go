@@ -91,8 +91,7 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 		}
 		for _, level := range []int{1, 3} {
 			b.Run(fmt.Sprintf("%s/level%d", cam.Name, level), func(b *testing.B) {
-				kl, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-					zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+				kl, err := klauspostAt(level)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -125,6 +124,13 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 	}
 }
 
+// klauspostAt is a klauspost encoder for level, one goroutine's, with the
+// options the CPU engine's compressor gives it.
+func klauspostAt(level int) (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+		zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+}
+
 // BenchmarkCameraEncoders measures, side by side on one core, the CPU
 // encoders' speed and ratio on the realistic camera sets, in the 2 MiB
 // chunks a Zarr writer stores: klauspost (the CPU engine's default), the
@@ -139,8 +145,7 @@ func BenchmarkCameraEncoders(b *testing.B) {
 			in += int64(len(ch))
 		}
 		for _, level := range []int{1, 3} {
-			kl, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-				zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+			kl, err := klauspostAt(level)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -200,24 +205,24 @@ func BenchmarkCameraEncodersParallel(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						kl, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
-							zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
-						if err != nil {
-							b.Error(err)
-							return
+						opt := WindowOptionsFor(1, cam.ElemSize())
+						enc := func(dst, src []byte) []byte { return EncodeWindow(dst, src, opt) }
+						if name == "klauspost" {
+							kl, err := klauspostAt(1)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							defer kl.Close()
+							enc = func(dst, src []byte) []byte { return kl.EncodeAll(src, dst) }
 						}
-						defer kl.Close()
 						var dst []byte
 						for {
 							i := int(next.Add(1) - 1)
 							if i >= len(chunks) {
 								return
 							}
-							if name == "window" {
-								dst = EncodeWindow(dst[:0], chunks[i], WindowOptionsFor(1, cam.ElemSize()))
-							} else {
-								dst = kl.EncodeAll(chunks[i], dst[:0])
-							}
+							dst = enc(dst[:0], chunks[i])
 						}
 					}()
 				}
