@@ -40,10 +40,9 @@ type Options struct {
 	// NewPlan keeps the canonical name).
 	//
 	// CPU engine: default the windowed encoder (Plan.HostZstdEncoder).
-	// GPU engine: default is its own
-	// GPU encoder, which writes exactly what EncoderSegmented writes;
-	// EncoderKlauspost and EncoderWindow make the GPU engine compress on
-	// the CPU with them.
+	// GPU engine: default its own GPU encoder, which writes exactly what
+	// EncoderSegmented writes; the encoders OnHost names make it
+	// compress on the CPU with them.
 	//
 	// The manifest's compression.level applies to klauspost and the
 	// windowed encoder: the segmented encoder has no levels yet, so with
@@ -60,8 +59,8 @@ type Options struct {
 	// one check of the chunk bytes.
 	ZstdChecksum bool
 	// GPU plans the GPU engine's host memory instead of the CPU engine's:
-	// no compressors on the host unless it compresses there (zstd with
-	// EncoderKlauspost), and two batches of every level's stored chunks
+	// no compressors on the host unless it compresses there (zstd with an
+	// encoder OnHost names), and two batches of every level's stored chunks
 	// in pinned memory, where the copies back land.
 	GPU bool
 }
@@ -131,7 +130,7 @@ func (p *Plan) WindowOptions() zstdlit.WindowOptions {
 // camera corpus it keeps at least 99% of libzstd's ratio at levels 1 and
 // 3, where klauspost keeps 91% (dim frames, level 1) and 97-99% (level
 // 3); at level 1 it takes klauspost's time over the corpus, at level 3
-// a quarter more (README, "Compression ratio").
+// a sixth more (README, "Compression ratio").
 func (p *Plan) HostZstdEncoder() string {
 	if p.Options.ZstdEncoder != EncoderDefault {
 		return p.Options.ZstdEncoder
