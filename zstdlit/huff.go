@@ -3,7 +3,6 @@ package zstdlit
 import (
 	"encoding/binary"
 	"slices"
-	"sort"
 )
 
 // huffEnc holds one block's Huffman table and reusable scratch space.
@@ -44,80 +43,99 @@ func (w *bitWriter) close() []byte {
 	return w.out
 }
 
-// packageMerge computes optimal code lengths under a length limit.
+// packageMerge computes optimal code lengths under a length limit by
+// package-merge, keeping weights only. The items chosen from each list are
+// a prefix of it, and the leaves in a list keep their order, so a leaf's
+// length is the number of lists whose chosen prefix holds it: a walk down
+// the lists with each leaf's position in each is all the bookkeeping
+// needed, not a tree of packages (the GPU's huffman_lengths, in
+// kernels/zstdlit_plan.cuh, works the same way).
 type packageMerge struct {
-	nodes []pmNode
-	leafs []int32
-	cur   []int32
-	next  []int32
-	pkgs  []int32
+	key     [256]uint64 // count<<8 | symbol, for the sort
+	leafW   [256]uint64 // leaf weights, by (count, symbol)
+	pk      [256]uint64 // a list's packages
+	lists   [2][512]uint64
+	leafPos [maxPMLists + 1][256]uint16 // leaf i's position in list k
+	lcount  [maxPMLists + 1]int         // leaves chosen from list k
 }
 
-type pmNode struct {
-	w    uint64
-	sym  int32 // leaf symbol, or -1 for a package
-	a, b int32 // children of a package
-}
+// maxPMLists bounds the length limit packageMerge takes.
+const maxPMLists = 30
 
-// lengths fills nbBits for the symbols with a nonzero count (at least two),
-// optimal under the limit maxBits, and returns the longest length.
+// lengths fills nbBits for the symbols with a nonzero count (at least two,
+// and no more than 2^maxBits), optimal under the limit maxBits (at most
+// maxPMLists), and returns the longest length.
 func (p *packageMerge) lengths(hist *[256]uint32, maxBits int, nbBits *[256]uint8) int {
-	p.nodes = p.nodes[:0]
-	p.leafs = p.leafs[:0]
+	maxBits = min(maxBits, maxPMLists)
+	n := 0
 	for s, c := range hist {
 		nbBits[s] = 0
 		if c != 0 {
-			p.nodes = append(p.nodes, pmNode{w: uint64(c), sym: int32(s), a: -1, b: -1})
-			p.leafs = append(p.leafs, int32(len(p.nodes)-1))
+			p.key[n] = uint64(c)<<8 | uint64(s)
+			n++
 		}
 	}
 	// Leaves by increasing count, ties by symbol.
-	sort.SliceStable(p.leafs, func(i, j int) bool {
-		return p.nodes[p.leafs[i]].w < p.nodes[p.leafs[j]].w
-	})
-	n := len(p.leafs)
-	p.cur = append(p.cur[:0], p.leafs...)
-	for level := 1; level < maxBits; level++ {
-		p.pkgs = p.pkgs[:0]
-		for i := 0; i+1 < len(p.cur); i += 2 {
-			a, b := p.cur[i], p.cur[i+1]
-			p.nodes = append(p.nodes, pmNode{w: p.nodes[a].w + p.nodes[b].w, sym: -1, a: a, b: b})
-			p.pkgs = append(p.pkgs, int32(len(p.nodes)-1))
+	slices.Sort(p.key[:n])
+	for i, k := range p.key[:n] {
+		p.leafW[i] = k >> 8
+	}
+	leafW := p.leafW[:n]
+	cur, next := &p.lists[0], &p.lists[1]
+	copy(cur[:], leafW)
+	m := n
+	for k := 2; k <= maxBits; k++ {
+		np := m / 2
+		pk := p.pk[:np]
+		for i := range pk {
+			pk[i] = cur[2*i] + cur[2*i+1]
 		}
 		// Merge leaves and packages; a leaf goes first on equal weight.
-		p.next = p.next[:0]
-		i, j := 0, 0
-		for i < n || j < len(p.pkgs) {
-			if j == len(p.pkgs) || (i < n && p.nodes[p.leafs[i]].w <= p.nodes[p.pkgs[j]].w) {
-				p.next = append(p.next, p.leafs[i])
+		pos := &p.leafPos[k]
+		i, j, o := 0, 0, 0
+		for i < n && j < np {
+			if leafW[i] <= pk[j] {
+				pos[i] = uint16(o)
+				next[o] = leafW[i]
 				i++
 			} else {
-				p.next = append(p.next, p.pkgs[j])
+				next[o] = pk[j]
 				j++
 			}
+			o++
 		}
-		p.cur, p.next = p.next, p.cur
+		for ; i < n; i, o = i+1, o+1 {
+			pos[i] = uint16(o)
+			next[o] = leafW[i]
+		}
+		o += copy(next[o:], pk[j:])
+		cur, next = next, cur
+		m = o
 	}
-	for _, id := range p.cur[:2*n-2] {
-		p.count(id, nbBits)
+	// The last list's first 2n−2 items are chosen; below, the items that
+	// make up the chosen packages.
+	chosen := 2*n - 2
+	for k := maxBits; k >= 2; k-- {
+		lo := 0
+		for lo < n && int(p.leafPos[k][lo]) < chosen {
+			lo++
+		}
+		p.lcount[k] = lo
+		chosen = 2 * (chosen - lo)
 	}
+	p.lcount[1] = chosen
 	longest := 0
-	for _, l := range nbBits {
-		longest = max(longest, int(l))
+	for i, key := range p.key[:n] {
+		l := 0
+		for k := 1; k <= maxBits; k++ {
+			if i < p.lcount[k] {
+				l++
+			}
+		}
+		nbBits[uint8(key)] = uint8(l)
+		longest = max(longest, l)
 	}
 	return longest
-}
-
-func (p *packageMerge) count(id int32, nbBits *[256]uint8) {
-	for {
-		nd := &p.nodes[id]
-		if nd.sym >= 0 {
-			nbBits[nd.sym]++
-			return
-		}
-		p.count(nd.a, nbBits)
-		id = nd.b
-	}
 }
 
 // setLengths installs code lengths (0 = absent; at least two present, a
