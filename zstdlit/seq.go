@@ -24,6 +24,18 @@ var (
 	mlBits = [53]uint8{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 )
 
+// The same tables padded to 64 entries, for the hot loop to index under a
+// mask rather than a bounds check.
+var (
+	llBase64, mlBase64 = pad64(llBase[:]), pad64(mlBase[:])
+	llBits64, mlBits64 = pad64(llBits[:]), pad64(mlBits[:])
+)
+
+func pad64[T uint8 | uint32](s []T) (p [64]T) {
+	copy(p[:], s)
+	return p
+}
+
 // llCode and mlCode find the largest code whose baseline is ≤ v: from a
 // table for the short lengths that almost every sequence has, from the
 // top bit above them (the codes there double their baselines).
@@ -245,15 +257,25 @@ func (sw *seqWriter) appendSequences(dst []byte, seqs []sequence) []byte {
 
 // encodeStream codes seqs, last first, after the stream's last sequence:
 // per sequence the offset, match and literal length states, then the
-// extra bits. It is the sequences' hot loop, so the accumulator lives in
-// locals and is written out at three points of a sequence, each after at
-// most 32 bits were added to fewer than 32 (9+9+8 state bits; 16+16
-// length bits; ≤ 31 offset bits).
+// extra bits. It is the sequences' hot loop: the accumulator lives in
+// locals, and it is written out 8 bytes at a time, twice a sequence,
+// whatever it holds, keeping the whole bytes and fewer than 8 bits
+// pending: a flush that tests how full the accumulator is mispredicts
+// about once a sequence. Between two flushes go at most 49 bits: the
+// states (9+9+8) with the literal length's extra bits (≤ 16), then the
+// match length's (≤ 16) with the offset's (≤ 31); with the 7 pending the
+// word never fills, so no shift reaches 64.
 func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
-	out := slices.Grow(w.out, 12*len(seqs)+8)
+	out := slices.Grow(w.out, 12*len(seqs)+16)
 	o := len(out)
 	out = out[:cap(out)]
 	acc, nb := w.acc, w.nbits
+	// w holds fewer than 32 bits; whole bytes out, so that fewer than 8
+	// stay.
+	binary.LittleEndian.PutUint64(out[o:], acc)
+	o += int(nb >> 3)
+	acc >>= nb &^ 7
+	nb &= 7
 	ll, ml, of := sw.ll[:len(seqs)], sw.ml[:len(seqs)], sw.of[:len(seqs)]
 	// An RLE stream's table is the zero table: it writes no bits, so the
 	// loop needs no branch for it.
@@ -261,41 +283,37 @@ func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
 	sof, sml, sll := sw.cof.st, sw.cml.st, sw.cll.st
 	for i := len(seqs) - 1; i >= 0; i-- {
 		q := seqs[i]
-		lc, mc, oc := ll[i], ml[i], of[i]
+		lc, mc, oc := ll[i]&63, ml[i]&63, uint(of[i]&31)
 		// The three states' bits are gathered first and added to the
 		// accumulator at once: one step of the chain through nb, not
-		// three.
-		d := tof.sym[oc&(fseMaxSyms-1)]
-		k1 := (sof + d.deltaNbBits) >> 16
+		// three. Every shift is masked to its range, which spares the
+		// compiler's check for shifts past the word.
+		d := tof.sym[oc]
+		k1 := (sof + d.deltaNbBits) >> 16 & 31
 		bitsOut := uint64(sof & (1<<k1 - 1))
 		sof = uint32(tof.state[(int32(sof>>k1)+d.deltaFindState)&(fseMaxStates-1)])
-		d = tml.sym[mc&(fseMaxSyms-1)]
-		k2 := (sml + d.deltaNbBits) >> 16
+		d = tml.sym[mc]
+		k2 := (sml + d.deltaNbBits) >> 16 & 31
 		bitsOut |= uint64(sml&(1<<k2-1)) << k1
 		sml = uint32(tml.state[(int32(sml>>k2)+d.deltaFindState)&(fseMaxStates-1)])
-		d = tll.sym[lc&(fseMaxSyms-1)]
-		k3 := (sll + d.deltaNbBits) >> 16
-		bitsOut |= uint64(sll&(1<<k3-1)) << (k1 + k2)
+		d = tll.sym[lc]
+		k3 := (sll + d.deltaNbBits) >> 16 & 31
+		bitsOut |= uint64(sll&(1<<k3-1)) << ((k1 + k2) & 63)
 		sll = uint32(tll.state[(int32(sll>>k3)+d.deltaFindState)&(fseMaxStates-1)])
-		acc |= bitsOut << nb
-		nb += uint(k1 + k2 + k3)
-		if nb >= 32 {
-			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
-			o, acc, nb = o+4, acc>>32, nb-32
-		}
-		lb := uint(llBits[lc])
-		acc |= (uint64(q.litLen-llBase[lc]) | uint64(q.matchLen-mlBase[mc])<<lb) << nb
-		nb += lb + uint(mlBits[mc])
-		if nb >= 32 {
-			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
-			o, acc, nb = o+4, acc>>32, nb-32
-		}
-		acc |= uint64(q.offVal&(1<<oc-1)) << nb
-		nb += uint(oc)
-		if nb >= 32 {
-			binary.LittleEndian.PutUint32(out[o:], uint32(acc))
-			o, acc, nb = o+4, acc>>32, nb-32
-		}
+		k := uint(k1+k2+k3) & 63
+		acc |= (bitsOut | uint64(q.litLen-llBase64[lc])<<k) << nb
+		nb += k + uint(llBits64[lc])
+		binary.LittleEndian.PutUint64(out[o:], acc)
+		o += int(nb >> 3)
+		acc >>= nb &^ 7 & 63
+		nb &= 7
+		mb := uint(mlBits64[mc]) & 63
+		acc |= (uint64(q.matchLen-mlBase64[mc]) | uint64(q.offVal&(1<<oc-1))<<mb) << nb
+		nb += mb + oc
+		binary.LittleEndian.PutUint64(out[o:], acc)
+		o += int(nb >> 3)
+		acc >>= nb &^ 7 & 63
+		nb &= 7
 	}
 	sw.cof.st, sw.cml.st, sw.cll.st = sof, sml, sll
 	w.out, w.acc, w.nbits = out[:o], acc, nb

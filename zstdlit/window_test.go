@@ -196,3 +196,48 @@ func TestTheLongTableFindsLongerMatchesOnADimChunk(t *testing.T) {
 	}
 	t.Logf("with the long table %d bytes, without %d", a, b)
 }
+
+// The sequences coder writes a sequence's bits in two groups of at most
+// 49, the first holding the literal length's 16 extra bits at 64 Ki
+// literals. A block with a sequence that spends both lengths' longest
+// extras, among thousands of every kind (tables of the largest logs,
+// whose rare codes spend the most state bits), must still decode.
+func TestASequenceWithTheLongestLengthsDecodes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	src := make([]byte, 0, MaxBlockSize)
+	for len(src) < 64 {
+		src = append(src, byte(r.Uint32()))
+	}
+	short := func(until int) {
+		for len(src) < until {
+			for range 1 + r.IntN(3) {
+				src = append(src, byte(r.Uint32()))
+			}
+			n := 6 + r.IntN(7)
+			at := r.IntN(min(len(src), 16000) - n)
+			src = append(src, src[at:at+n]...)
+		}
+	}
+	short(16000)
+	start := len(src)
+	for range 65600 { // literals: a 16-bit extra
+		src = append(src, byte(r.Uint32()))
+	}
+	src = append(src, src[start:start+33000]...) // a match with a 15-bit extra
+	short(MaxBlockSize - 16)                     // the long one is not the last sequence, coded apart
+	src = src[:MaxBlockSize-16]
+	// Every position searched and entered, so that the match is found.
+	opt := WindowOptions{MinMatch: 6, HashLog: 17, SearchStrength: 30, Stride: 1}.withDefaults()
+	e := &windowEncoder{table: make([]uint32, 1<<opt.HashLog), posBits: 20, rep: [3]uint32{1, 4, 8}}
+	e.parseWindow(src, 0, len(src), len(src), opt)
+	longest := sequence{}
+	for _, q := range e.wseqs {
+		if q.litLen > longest.litLen {
+			longest = q
+		}
+	}
+	if llBits[llCode(longest.litLen)] != 16 || mlBits[mlCode(longest.matchLen)] < 15 || len(e.wseqs) < 2048 {
+		t.Fatalf("the parse found %d sequences, the longest %+v: the case does not reach the limits", len(e.wseqs), longest)
+	}
+	windowDecodes(t, src, opt)
+}
