@@ -241,9 +241,12 @@ const winPrime = 0xCF1BBCDCB7A56463
 // hashTag hashes the bytes of v that shift keeps: the table index from the
 // top bits, the tag from the 32-posBits bits below them, placed above a
 // position of posBits bits.
+//
+// The shifts are masked to the word, which spares the compiler's check for
+// shifts past it: this is the parse's innermost arithmetic.
 func hashTag(v uint64, shift, hl, posBits uint) (uint32, uint32) {
-	x := (v << shift) * winPrime
-	return uint32(x >> hl), uint32(x<<(64-hl)>>32) &^ (1<<posBits - 1)
+	x := (v << (shift & 63)) * winPrime
+	return uint32(x >> (hl & 63)), uint32(x<<((64-hl)&63)>>32) &^ (1<<(posBits&31) - 1)
 }
 
 // parseWindow fills e.wlits and e.wseqs for src[start:end].
@@ -312,7 +315,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 			e.fill(src, ip, limit, shift, hl)
 			continue
 		}
-		ip += stride + (ip-anchor)>>ss
+		ip += stride + (ip-anchor)>>(ss&63)
 	}
 	nl += copy(e.wlits[nl:], src[anchor:end])
 	e.wlits, e.wseqs = e.wlits[:nl], e.wseqs[:ns]
