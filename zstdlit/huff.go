@@ -174,27 +174,31 @@ func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 	out = out[:cap(out)]
 	var acc uint64
 	var nb uint
-	code, nbBits := &h.code, &h.nbBits
+	// One load a code: the code in the low 16 bits, its length above.
+	var ce [256]uint32
+	for s := range h.maxSym + 1 {
+		ce[s] = uint32(h.code[s]) | uint32(h.nbBits[s])<<16
+	}
 	i := len(lits)
 	for ; i >= 4; i -= 4 {
-		s0, s1, s2, s3 := lits[i-1], lits[i-2], lits[i-3], lits[i-4]
-		acc |= uint64(code[s0]) << nb
-		nb += uint(nbBits[s0])
-		acc |= uint64(code[s1]) << nb
-		nb += uint(nbBits[s1])
-		acc |= uint64(code[s2]) << nb
-		nb += uint(nbBits[s2])
-		acc |= uint64(code[s3]) << nb
-		nb += uint(nbBits[s3])
+		c0, c1, c2, c3 := ce[lits[i-1]], ce[lits[i-2]], ce[lits[i-3]], ce[lits[i-4]]
+		acc |= uint64(c0&0xFFFF) << (nb & 63)
+		nb += uint(c0 >> 16)
+		acc |= uint64(c1&0xFFFF) << (nb & 63)
+		nb += uint(c1 >> 16)
+		acc |= uint64(c2&0xFFFF) << (nb & 63)
+		nb += uint(c2 >> 16)
+		acc |= uint64(c3&0xFFFF) << (nb & 63)
+		nb += uint(c3 >> 16)
 		binary.LittleEndian.PutUint64(out[o:], acc)
 		o += int(nb >> 3)
-		acc >>= nb &^ 7
+		acc >>= nb &^ 7 & 63
 		nb &= 7
 	}
 	w := bitWriter{out: out[:o], acc: acc, nbits: nb}
 	for i--; i >= 0; i-- {
 		s := lits[i]
-		w.add(uint64(code[s]), uint(nbBits[s]))
+		w.add(uint64(h.code[s]), uint(h.nbBits[s]))
 	}
 	return w.close()
 }
