@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +35,13 @@ type Compressor struct {
 	absent  []bool   // chunks equal to fill everywhere
 	fill    *Meter   // time spent producing chunk bytes (the CPU scatter)
 	encode  *Meter
+	// order is the order chunks are handed out in: longest first, by
+	// what each took in the last row (cost). The row ends when its last
+	// chunk does, so a long chunk handed out last keeps every other
+	// worker waiting; the same chunk of the next row is of the same part
+	// of the field of view, and about as long.
+	order []int
+	cost  []int64
 }
 
 type compressWorker struct {
@@ -46,7 +55,10 @@ type compressWorker struct {
 // NewCompressor makes workers for chunks of chunkBytes, n chunks a row.
 func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compressor, error) {
 	c := &Compressor{zero: make([]byte, chunkBytes), outs: make([][]byte, n), absent: make([]bool, n),
-		fill: NewMeter(fillStage), encode: NewMeter("compress")}
+		fill: NewMeter(fillStage), encode: NewMeter("compress"), order: make([]int, n), cost: make([]int64, n)}
+	for i := range c.order {
+		c.order[i] = i
+	}
 	// NewPlan checked this already; a Plan made some other way must not
 	// fall through to klauspost with a misspelt encoder.
 	if err := CheckZstdEncoder(p.Options.ZstdEncoder); err != nil {
@@ -101,9 +113,13 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 			defer wg.Done()
 			var fNs, eNs int64
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
+				k := int(next.Add(1) - 1)
+				if k >= n || ctx.Err() != nil {
 					break
+				}
+				i := k
+				if n == len(c.order) {
+					i = c.order[k]
 				}
 				t0 := time.Now()
 				b := chunk(i, w.scratch)
@@ -116,8 +132,12 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 				default:
 					c.outs[i] = append(c.outs[i][:0], b...)
 				}
+				t2 := time.Now()
 				fNs += int64(t1.Sub(t0))
-				eNs += int64(time.Since(t1))
+				eNs += int64(t2.Sub(t1))
+				if n == len(c.cost) {
+					c.cost[i] = int64(t2.Sub(t0))
+				}
 			}
 			fillNs.Add(fNs)
 			encodeNs.Add(eNs)
@@ -126,6 +146,9 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if n == len(c.order) {
+		slices.SortStableFunc(c.order, func(a, b int) int { return cmp.Compare(c.cost[b], c.cost[a]) })
 	}
 	// Busy time is the workers' summed time spread over the workers: the
 	// wall time the stage would take alone.

@@ -1,0 +1,61 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// A row ends when its last chunk does: the compressor hands out first the
+// chunks that took longest in the row before, so that a long one does not
+// start last while the other workers wait for it.
+func TestTheCompressorHandsOutTheLongestChunksFirst(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
+		{"name":"t","size":4,"chunk":1},{"name":"y","size":4,"chunk":4},{"name":"x","size":16,"chunk":2}],
+		"compression":{"codec":"zstd","level":1}}`)
+	p, err := NewPlan(m, "acq.raw", 4*4*16, Options{Workers: 1}) // one worker: its order is the hand-out order
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), n, "scatter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	run := func(slow func(i int) time.Duration) []int {
+		var order []int
+		err := c.Run(context.Background(), n, n*8, func(i int, buf []byte) []byte {
+			order = append(order, i)
+			time.Sleep(slow(i))
+			for j := range buf {
+				buf[j] = byte(i + j)
+			}
+			return buf
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return order
+	}
+	if got := run(func(i int) time.Duration { return time.Duration(i) * 4 * time.Millisecond }); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("first row handed out in %v, want chunk order", got)
+	}
+	if got := run(func(int) time.Duration { return 0 }); !slices.Equal(got, []int{7, 6, 5, 4, 3, 2, 1, 0}) {
+		t.Fatalf("second row handed out in %v, want the first row's longest first", got)
+	}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for i := range n { // the outputs stay in chunk order
+		got, err := dec.DecodeAll(c.Stored(i), nil)
+		if err != nil || len(got) == 0 || got[0] != byte(i) {
+			t.Fatalf("chunk %d stored %d bytes that decode to %.4v (%v)", i, len(c.Stored(i)), got, err)
+		}
+	}
+}
