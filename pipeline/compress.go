@@ -30,18 +30,44 @@ const singleSegmentMax = 8 << 20
 // and the fill-chunk rule are this one code path.
 type Compressor struct {
 	workers []*compressWorker
-	zero    []byte   // a fill-valued chunk
-	outs    [][]byte // per chunk of the row, reused
-	absent  []bool   // chunks equal to fill everywhere
-	fill    *Meter   // time spent producing chunk bytes (the CPU scatter)
+	zero    []byte // a fill-valued chunk
+	n       int    // chunks a row
+	fill    *Meter // time spent producing chunk bytes (the CPU scatter)
 	encode  *Meter
-	// order is the order chunks are handed out in: longest first, by
-	// what each took in the last row (cost). The row ends when its last
-	// chunk does, so a long chunk handed out last keeps every other
-	// worker waiting; the same chunk of the next row is of the same part
-	// of the field of view, and about as long.
-	order []int
-	cost  []int64
+	// cost is what each chunk took in the last row that ran it. A row
+	// ends when its last chunk does, so a long chunk handed out last
+	// keeps every other worker waiting: rows are handed out longest
+	// first, and the same chunk of the next row, of the same part of the
+	// field of view, takes about as long.
+	cost []atomic.Int64
+	// rows are the two rows a compressor can hold at once (Start), used
+	// in turn; last is the row Run finished last.
+	rows [2]*Row
+	turn int
+	last *Row
+
+	mu      sync.Mutex
+	queue   []task            // chunks of started rows not yet taken, in hand-out order
+	idle    []*compressWorker // workers not running
+	running sync.WaitGroup    // workers running
+}
+
+// Row is one chunk row handed to the compressor by Start.
+type Row struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	chunk    func(i int, scratch []byte) []byte
+	rawBytes int64
+	outs     [][]byte // per chunk, reused by the row two Starts later
+	absent   []bool   // chunks equal to fill everywhere
+	left     sync.WaitGroup
+	fillNs   atomic.Int64
+	encodeNs atomic.Int64
+}
+
+type task struct {
+	row *Row
+	i   int
 }
 
 type compressWorker struct {
@@ -54,10 +80,10 @@ type compressWorker struct {
 
 // NewCompressor makes workers for chunks of chunkBytes, n chunks a row.
 func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compressor, error) {
-	c := &Compressor{zero: make([]byte, chunkBytes), outs: make([][]byte, n), absent: make([]bool, n),
-		fill: NewMeter(fillStage), encode: NewMeter("compress"), order: make([]int, n), cost: make([]int64, n)}
-	for i := range c.order {
-		c.order[i] = i
+	c := &Compressor{zero: make([]byte, chunkBytes), n: n, fill: NewMeter(fillStage), encode: NewMeter("compress"),
+		cost: make([]atomic.Int64, n)}
+	for r := range c.rows {
+		c.rows[r] = &Row{outs: make([][]byte, n), absent: make([]bool, n)}
 	}
 	// NewPlan checked this already; a Plan made some other way must not
 	// fall through to klauspost with a misspelt encoder.
@@ -96,81 +122,131 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 		}
 		c.workers = append(c.workers, w)
 	}
+	c.idle = slices.Clone(c.workers)
 	return c, nil
 }
 
-// Run stores chunks 0…n−1: chunk(i, scratch) returns chunk i's padded
-// bytes, either written into scratch or a view of the engine's own buffer.
-// Results are in Out/Absent until the next Run. rawBytes is what the row
-// covers in the input, for the throughput figures.
+// Run stores chunks 0…n−1 (n at most the row size NewCompressor was
+// given): chunk(i, scratch) returns chunk i's padded bytes, either written
+// into scratch or a view of the engine's own buffer. Results are in Stored
+// until the next Run. rawBytes is what the row covers in the input, for
+// the throughput figures.
 func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) error {
-	var next atomic.Int64
-	var fillNs, encodeNs atomic.Int64
-	var wg sync.WaitGroup
-	for _, w := range c.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var fNs, eNs int64
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= n || ctx.Err() != nil {
-					break
-				}
-				i := k
-				if n == len(c.order) {
-					i = c.order[k]
-				}
-				t0 := time.Now()
-				b := chunk(i, w.scratch)
-				t1 := time.Now()
-				c.absent[i] = bytes.Equal(b, c.zero)
-				switch {
-				case c.absent[i]:
-				case w.encode != nil:
-					c.outs[i] = w.encode(c.outs[i][:0], b)
-				default:
-					c.outs[i] = append(c.outs[i][:0], b...)
-				}
-				t2 := time.Now()
-				fNs += int64(t1.Sub(t0))
-				eNs += int64(t2.Sub(t1))
-				if n == len(c.cost) {
-					c.cost[i] = int64(t2.Sub(t0))
-				}
-			}
-			fillNs.Add(fNs)
-			encodeNs.Add(eNs)
-		}()
+	r := c.Start(ctx, n, rawBytes, chunk)
+	c.last = r
+	return c.Wait(r)
+}
+
+// Start hands a row to the workers and returns at once; Wait waits for it.
+// Two rows may be in flight: the next row's chunks queue behind this
+// one's, so that workers done with this row start on the next instead of
+// waiting for this row's last chunk. The row's results stay valid until
+// the second Start after it, and chunk must stay callable until Wait.
+func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) *Row {
+	r := c.rows[c.turn]
+	c.turn ^= 1
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.chunk, r.rawBytes = chunk, rawBytes
+	r.fillNs.Store(0)
+	r.encodeNs.Store(0)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(c.cost[b].Load(), c.cost[a].Load()) })
+	r.left.Add(n)
+	c.mu.Lock()
+	for _, i := range order {
+		c.queue = append(c.queue, task{r, i})
+	}
+	for len(c.idle) > 0 && len(c.queue) > 0 {
+		w := c.idle[len(c.idle)-1]
+		c.idle = c.idle[:len(c.idle)-1]
+		c.running.Add(1)
+		go c.work(w)
+	}
+	c.mu.Unlock()
+	return r
+}
+
+// Wait waits for a started row and reports its context's error, if any.
+func (c *Compressor) Wait(r *Row) error {
+	r.left.Wait()
+	defer r.cancel()
+	if err := r.ctx.Err(); err != nil {
 		return err
-	}
-	if n == len(c.order) {
-		slices.SortStableFunc(c.order, func(a, b int) int { return cmp.Compare(c.cost[b], c.cost[a]) })
 	}
 	// Busy time is the workers' summed time spread over the workers: the
 	// wall time the stage would take alone.
 	nw := int64(len(c.workers))
-	c.fill.Add(rawBytes, time.Duration(fillNs.Load()/nw))
-	c.encode.Add(rawBytes, time.Duration(encodeNs.Load()/nw))
+	c.fill.Add(r.rawBytes, time.Duration(r.fillNs.Load()/nw))
+	c.encode.Add(r.rawBytes, time.Duration(r.encodeNs.Load()/nw))
 	return nil
 }
 
-// Stored is chunk i's stored bytes from the last Run, nil when absent.
-func (c *Compressor) Stored(i int) []byte {
-	if c.absent[i] {
+// work runs queued chunks until none is left, then goes idle.
+func (c *Compressor) work(w *compressWorker) {
+	defer c.running.Done()
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.idle = append(c.idle, w)
+			c.mu.Unlock()
+			return
+		}
+		t := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		t.row.compress(c, w, t.i)
+		t.row.left.Done()
+	}
+}
+
+// compress stores chunk i of the row with worker w.
+func (r *Row) compress(c *Compressor, w *compressWorker, i int) {
+	if r.ctx.Err() != nil {
+		return
+	}
+	t0 := time.Now()
+	b := r.chunk(i, w.scratch)
+	t1 := time.Now()
+	r.absent[i] = bytes.Equal(b, c.zero)
+	switch {
+	case r.absent[i]:
+	case w.encode != nil:
+		r.outs[i] = w.encode(r.outs[i][:0], b)
+	default:
+		r.outs[i] = append(r.outs[i][:0], b...)
+	}
+	t2 := time.Now()
+	r.fillNs.Add(int64(t1.Sub(t0)))
+	r.encodeNs.Add(int64(t2.Sub(t1)))
+	c.cost[i].Store(int64(t2.Sub(t0)))
+}
+
+// Stored is chunk i's stored bytes in the row, nil when absent.
+func (r *Row) Stored(i int) []byte {
+	if r.absent[i] {
 		return nil
 	}
-	return c.outs[i]
+	return r.outs[i]
 }
+
+// Stored is chunk i's stored bytes from the last Run, nil when absent.
+func (c *Compressor) Stored(i int) []byte { return c.last.Stored(i) }
 
 // Stages reports the fill and compress stages.
 func (c *Compressor) Stages() []Stage { return []Stage{c.fill.Snapshot(), c.encode.Snapshot()} }
 
-// Close releases the encoders.
+// Close stops the rows in flight, waits for the workers and releases the
+// encoders.
 func (c *Compressor) Close() {
+	for _, r := range c.rows {
+		if r.cancel != nil {
+			r.cancel()
+		}
+	}
+	c.running.Wait()
 	for _, w := range c.workers {
 		if w.enc != nil {
 			w.enc.Close()

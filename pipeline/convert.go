@@ -131,6 +131,9 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 		asm.Abort()
 		return nil, err
 	}
+	h, hold := eng.(EpochHolder)
+	hold = hold && h.HoldsEpochs()
+	var held *Epoch // the epoch the engine may still read
 	for {
 		ep, ok := rd.Next()
 		if !ok {
@@ -139,7 +142,15 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 		read.Add(int64(len(ep.Data)), ep.Read)
 		outs, err := eng.Encode(ctx, ep)
 		n := int64(len(ep.Data))
-		rd.Release(ep)
+		switch {
+		case !hold:
+			rd.Release(ep)
+		case held != nil:
+			rd.Release(*held)
+			fallthrough
+		default:
+			held = &ep
+		}
 		if err != nil {
 			return fail(fmt.Errorf("epoch %d: %w", ep.Index, err))
 		}
@@ -158,6 +169,9 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 		return fail(err)
 	}
 	outs, err := eng.Flush(ctx)
+	if held != nil {
+		rd.Release(*held)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("flush: %w", err))
 	}

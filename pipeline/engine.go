@@ -49,3 +49,10 @@ type Stager interface {
 type StageResetter interface {
 	ResetStages()
 }
+
+// EpochHolder is an engine that may still read an epoch's bytes after
+// Encode returns it outputs: Convert then releases each epoch only after
+// the next Encode, or Flush, returns.
+type EpochHolder interface {
+	HoldsEpochs() bool
+}

@@ -175,6 +175,11 @@ type Plan struct {
 	// beyond the smallest working set buys shard layers in flight and a
 	// queue of row copies.
 	Store StorePlan
+	// EngineRows is how many level-0 chunk rows the CPU engine has in
+	// flight: 2 when the budget holds a second row of compressed chunks,
+	// so that the workers start on the next row while the last chunks of
+	// one finish, instead of waiting for them at every row's end.
+	EngineRows int
 }
 
 // WorkingSet is the planner's memory estimate, by part.
@@ -264,6 +269,7 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 // what is left buys overlap (sizeStore).
 func (p *Plan) budget() error {
 	p.Store = StorePlan{LayersInFlight: 1}
+	p.EngineRows = 1
 	p.WorkingSet = p.estimate()
 	if p.WorkingSet.Total() > p.Options.MemoryBudget {
 		return fmt.Errorf("working set %s exceeds memory_budget %s: raise memory_budget, or lower dimensions[0].chunk (each epoch is %s)",
@@ -307,10 +313,17 @@ func (p *Plan) sizeStore(spare int64) {
 		q = 0
 	}
 	spare -= q
+	p.EngineRows = 1
+	var second int64
+	if l0 := p.Levels[0]; !p.Options.GPU && spare >= ChunksPerEpoch(l0.Grid)*CompressBound(p.ChunkBytes(l0)) {
+		p.EngineRows = 2
+		second = ChunksPerEpoch(l0.Grid) * CompressBound(p.ChunkBytes(l0))
+		spare -= second
+	}
 	// layer > 0: every shard holds index entries.
 	extra := min(spare/layer, maxLayersInFlight-1)
 	p.Store = StorePlan{LayersInFlight: 1 + int(extra), QueueBytes: q}
-	p.WorkingSet.Overlap = q + extra*layer
+	p.WorkingSet.Overlap = q + second + extra*layer
 }
 
 // FrameBytes is the size of one level frame: a slice of the level's

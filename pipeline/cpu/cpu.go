@@ -12,7 +12,8 @@ import (
 )
 
 var (
-	_ pipeline.Engine = (*Engine)(nil)
+	_ pipeline.Engine      = (*Engine)(nil)
+	_ pipeline.EpochHolder = (*Engine)(nil)
 )
 
 // Engine is the CPU engine for one plan.
@@ -24,6 +25,15 @@ type Engine struct {
 	started bool
 	reduce  *pipeline.Meter
 	outs    []pipeline.LevelOutput
+	// With two level-0 rows in flight (Plan.EngineRows), Encode starts
+	// its epoch's row and returns the row before it: ahead is that row,
+	// still compressing from an epoch Convert keeps until the next Encode.
+	ahead *aheadRow
+}
+
+type aheadRow struct {
+	row   *pipeline.Row
+	index int64
 }
 
 // cpuLevel is one level's state: its row of dense frames being filled and,
@@ -100,35 +110,72 @@ func (c *Engine) Encode(ctx context.Context, e pipeline.Epoch) ([]pipeline.Level
 	}
 	c.outs = c.outs[:0]
 	l0 := c.levels[0]
-	if err := c.compressRow(ctx, 0, e.Data, e.Frames); err != nil {
+	if !c.HoldsEpochs() {
+		if err := c.compressRow(ctx, 0, e.Data, e.Frames); err != nil {
+			return nil, err
+		}
+		l0.rowIndex++
+		return c.outs, c.pushPyramid(ctx, e)
+	}
+	prev := c.ahead
+	c.ahead = &aheadRow{row: l0.comp.Start(ctx, len(l0.layout.Coords), int64(len(e.Data)), c.scatter(0, e.Data, e.Frames)), index: l0.rowIndex}
+	l0.rowIndex++
+	if err := c.pushPyramid(ctx, e); err != nil {
 		return nil, err
 	}
-	l0.rowIndex++
-	if len(c.levels) > 1 {
-		if err := c.push(ctx, 1, e.Data, e.Frames); err != nil {
+	if prev != nil {
+		if err := c.finishAhead(prev); err != nil {
 			return nil, err
 		}
 	}
 	return c.outs, nil
 }
 
+// HoldsEpochs says whether Encode returns before its epoch's row is
+// compressed (pipeline.EpochHolder): when the plan has two rows in flight.
+func (c *Engine) HoldsEpochs() bool { return c.plan.EngineRows > 1 }
+
+// finishAhead waits for a level-0 row Encode started and adds its output.
+func (c *Engine) finishAhead(a *aheadRow) error {
+	l0 := c.levels[0]
+	if err := l0.comp.Wait(a.row); err != nil {
+		return err
+	}
+	c.outs = append(c.outs, l0.layout.Group(0, a.index, a.row.Stored))
+	return nil
+}
+
+// pushPyramid feeds the epoch's frames to level 1, when there is one.
+func (c *Engine) pushPyramid(ctx context.Context, e pipeline.Epoch) error {
+	if len(c.levels) > 1 {
+		return c.push(ctx, 1, e.Data, e.Frames)
+	}
+	return nil
+}
+
 // compressRow stores one row of level l from its dense frames.
 func (c *Engine) compressRow(ctx context.Context, l int, data []byte, frames int64) error {
 	cl := c.levels[l]
-	ll, g := cl.layout, cl.layout.Grid
-	err := cl.comp.Run(ctx, len(ll.Coords), int64(len(data)), func(i int, buf []byte) []byte {
+	ll := cl.layout
+	if err := cl.comp.Run(ctx, len(ll.Coords), int64(len(data)), c.scatter(l, data, frames)); err != nil {
+		return err
+	}
+	c.outs = append(c.outs, ll.Group(l, cl.rowIndex, cl.comp.Stored))
+	return nil
+}
+
+// scatter is the compressor's chunk function for a row of level l: chunk
+// i's box of the row's dense frames, into the worker's scratch.
+func (c *Engine) scatter(l int, data []byte, frames int64) func(i int, buf []byte) []byte {
+	ll, g := c.levels[l].layout, c.levels[l].layout.Grid
+	return func(i int, buf []byte) []byte {
 		box := g.EpochBox(ll.Coords[i], frames, c.plan.Elem)
 		if frames < g.Chunk[0] || box.Padded() {
 			clear(buf)
 		}
 		box.Scatter(data, buf)
 		return buf
-	})
-	if err != nil {
-		return err
 	}
-	c.outs = append(c.outs, ll.Group(l, cl.rowIndex, cl.comp.Stored))
-	return nil
 }
 
 // push feeds frames of level l−1 to level l: each frame (or, for a z-stack,
@@ -184,6 +231,12 @@ func (c *Engine) emitRow(ctx context.Context, l int) error {
 // from its true count of contributors) and every partial last row.
 func (c *Engine) Flush(ctx context.Context) ([]pipeline.LevelOutput, error) {
 	c.outs = c.outs[:0]
+	if a := c.ahead; a != nil {
+		c.ahead = nil
+		if err := c.finishAhead(a); err != nil {
+			return nil, err
+		}
+	}
 	for l := 1; l < len(c.levels); l++ {
 		cl := c.levels[l]
 		if cl.hasPending {

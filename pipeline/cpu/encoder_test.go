@@ -209,3 +209,53 @@ func TestAnUnknownZstdEncoderIsRefusedNamingItAndTheChoices(t *testing.T) {
 		}
 	}
 }
+
+// With two level-0 rows in flight, Encode returns the row before its own
+// and Convert keeps each epoch until the next Encode: the stored objects
+// must be those of one row at a time, pyramid and ragged last epoch
+// included.
+func TestTwoRowsInFlightStoreTheSameObjectsAsOne(t *testing.T) {
+	dir := t.TempDir()
+	const frames, h, w = 9, 96, 80
+	raw := corpus.Gaussian12(frames*h*w, 1500, 40, 7)
+	m := map[string]any{"version": 1, "dtype": "uint16", "name": "acq",
+		"multiscale": map[string]any{"method": "mean", "levels": 3},
+		"dimensions": []map[string]any{
+			{"name": "t", "size": frames, "chunk": 2, "shard": 2},
+			{"name": "y", "size": h, "chunk": 32, "shard": 2},
+			{"name": "x", "size": w, "chunk": 32, "shard": 2},
+		}}
+	manifest := acqtest.Write(t, dir, m, raw)
+	outs := map[int]string{}
+	for _, rows := range []int{1, 2} {
+		src, err := pipeline.OpenSource(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, pipeline.Options{Workers: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Levels) < 2 {
+			t.Fatalf("%d levels: the case has no pyramid", len(p.Levels))
+		}
+		p.EngineRows = rows
+		eng, err := cpu.New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eng.HoldsEpochs() != (rows == 2) {
+			t.Fatalf("%d rows in flight: HoldsEpochs %v", rows, eng.HoldsEpochs())
+		}
+		outs[rows] = filepath.Join(dir, fmt.Sprintf("out%d", rows))
+		_, err = pipeline.Convert(context.Background(), zap.NewNop(), src, p, eng, localfs.New(outs[rows]), pipeline.ConvertOptions{})
+		eng.Close()
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := dirdiff.Same(outs[1], outs[2]); err != nil || n == 0 {
+		t.Fatalf("two rows in flight stored other objects than one (%d files alike): %v", n, err)
+	}
+}
