@@ -42,6 +42,6 @@ for b in "${budgets[@]}"; do
 	rate=$(sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' "$work/out.txt")
 	wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): \(.*\)/\1/p' "$work/err.txt")
 	rss=$(sed -n 's/.*Maximum resident set size (kbytes): \([0-9]*\)/\1/p' "$work/err.txt")
-	plan=$(grep -o '"layers_in_flight": [0-9]*, "store_queue": "[^"]*"' "$work/err.txt" | head -1)
+	plan=$(grep -o '"layers_in_flight": [0-9]*, "store_queue": "[^"]*", "engine_rows": [0-9]*' "$work/err.txt" | head -1)
 	printf '%-10s %10s %10s %12d %s\n' "$b" "$rate" "$wall" "$((rss / 1024))" "$plan"
 done
