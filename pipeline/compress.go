@@ -31,7 +31,6 @@ const singleSegmentMax = 8 << 20
 type Compressor struct {
 	workers []*compressWorker
 	zero    []byte // a fill-valued chunk
-	n       int    // chunks a row
 	fill    *Meter // time spent producing chunk bytes (the CPU scatter)
 	encode  *Meter
 	// cost is what each chunk took in the last row that ran it. A row
@@ -80,7 +79,7 @@ type compressWorker struct {
 
 // NewCompressor makes workers for chunks of chunkBytes, n chunks a row.
 func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compressor, error) {
-	c := &Compressor{zero: make([]byte, chunkBytes), n: n, fill: NewMeter(fillStage), encode: NewMeter("compress"),
+	c := &Compressor{zero: make([]byte, chunkBytes), fill: NewMeter(fillStage), encode: NewMeter("compress"),
 		cost: make([]atomic.Int64, n)}
 	for r := range c.rows {
 		c.rows[r] = &Row{outs: make([][]byte, n), absent: make([]bool, n)}
@@ -132,7 +131,10 @@ func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compres
 // until the next Run. rawBytes is what the row covers in the input, for
 // the throughput figures.
 func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) error {
-	r := c.Start(ctx, n, rawBytes, chunk)
+	r, err := c.Start(ctx, n, rawBytes, chunk)
+	if err != nil {
+		return err
+	}
 	c.last = r
 	return c.Wait(r)
 }
@@ -142,7 +144,10 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 // one's, so that workers done with this row start on the next instead of
 // waiting for this row's last chunk. The row's results stay valid until
 // the second Start after it, and chunk must stay callable until Wait.
-func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) *Row {
+func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) (*Row, error) {
+	if n > len(c.cost) {
+		return nil, fmt.Errorf("compressor: a row of %d chunks, made for rows of %d", n, len(c.cost))
+	}
 	r := c.rows[c.turn]
 	c.turn ^= 1
 	r.ctx, r.cancel = context.WithCancel(ctx)
@@ -166,7 +171,7 @@ func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk fun
 		go c.work(w)
 	}
 	c.mu.Unlock()
-	return r
+	return r, nil
 }
 
 // Wait waits for a started row and reports its context's error, if any.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,23 @@ func TestTheCompressorHandsOutTheLongestChunksFirst(t *testing.T) {
 		if err != nil || len(got) == 0 || got[0] != byte(i) {
 			t.Fatalf("chunk %d stored %d bytes that decode to %.4v (%v)", i, len(c.Stored(i)), got, err)
 		}
+	}
+}
+
+func TestARowLargerThanTheCompressorWasMadeForIsAnError(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
+		{"name":"t","size":4,"chunk":1},{"name":"y","size":4,"chunk":4},{"name":"x","size":16,"chunk":2}]}`)
+	p, err := NewPlan(m, "acq.raw", 4*4*16, Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), 8, "scatter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Run(context.Background(), 9, 72, func(_ int, buf []byte) []byte { return buf })
+	if err == nil || !strings.Contains(err.Error(), "9 chunks") || !strings.Contains(err.Error(), "rows of 8") {
+		t.Fatalf("got %v, want an error naming both sizes", err)
 	}
 }

@@ -118,7 +118,11 @@ func (c *Engine) Encode(ctx context.Context, e pipeline.Epoch) ([]pipeline.Level
 		return c.outs, c.pushPyramid(ctx, e)
 	}
 	prev := c.ahead
-	c.ahead = &aheadRow{row: l0.comp.Start(ctx, len(l0.layout.Coords), int64(len(e.Data)), c.scatter(0, e.Data, e.Frames)), index: l0.rowIndex}
+	row, err := l0.comp.Start(ctx, len(l0.layout.Coords), int64(len(e.Data)), c.scatter(0, e.Data, e.Frames))
+	if err != nil {
+		return nil, err
+	}
+	c.ahead = &aheadRow{row: row, index: l0.rowIndex}
 	l0.rowIndex++
 	if err := c.pushPyramid(ctx, e); err != nil {
 		return nil, err
