@@ -142,14 +142,13 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 		read.Add(int64(len(ep.Data)), ep.Read)
 		outs, err := eng.Encode(ctx, ep)
 		n := int64(len(ep.Data))
-		switch {
-		case !hold:
-			rd.Release(ep)
-		case held != nil:
-			rd.Release(*held)
-			fallthrough
-		default:
+		if hold {
+			if held != nil {
+				rd.Release(*held)
+			}
 			held = &ep
+		} else {
+			rd.Release(ep)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("epoch %d: %w", ep.Index, err))
