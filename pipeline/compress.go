@@ -39,8 +39,11 @@ type Compressor struct {
 	// first, and the same chunk of the next row, of the same part of the
 	// field of view, takes about as long.
 	cost []atomic.Int64
-	// rows are the two rows a compressor can hold at once (Start), used
-	// in turn; last is the row Run finished last.
+	// rows are the two rows a compressor can hold at once (Start): a
+	// row reuses the one started last unless that one is still in
+	// flight, so that rows run one at a time (Run) fill one set of
+	// outputs, as the planner counts them. last is the row Run finished
+	// last.
 	rows [2]*Row
 	turn int
 	last *Row
@@ -57,8 +60,10 @@ type Row struct {
 	cancel   context.CancelFunc
 	chunk    func(i int, scratch []byte) []byte
 	rawBytes int64
-	outs     [][]byte // per chunk, reused by the row two Starts later
+	outs     [][]byte // per chunk, reused by a later Start once waited for
 	absent   []bool   // chunks equal to fill everywhere
+	order    []int    // the chunks in hand-out order
+	inFlight bool     // started and not yet waited for
 	left     sync.WaitGroup
 	fillNs   atomic.Int64
 	encodeNs atomic.Int64
@@ -143,25 +148,31 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 // Two rows may be in flight: the next row's chunks queue behind this
 // one's, so that workers done with this row start on the next instead of
 // waiting for this row's last chunk. The row's results stay valid until
-// the second Start after it, and chunk must stay callable until Wait.
+// a Start after its Wait, and chunk must stay callable until Wait.
 func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) (*Row, error) {
 	if n > len(c.cost) {
 		return nil, fmt.Errorf("compressor: a row of %d chunks, made for rows of %d", n, len(c.cost))
 	}
+	if c.rows[c.turn].inFlight {
+		c.turn ^= 1
+	}
 	r := c.rows[c.turn]
-	c.turn ^= 1
+	if r.inFlight {
+		return nil, fmt.Errorf("compressor: a third row started with two in flight")
+	}
+	r.inFlight = true
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.chunk, r.rawBytes = chunk, rawBytes
 	r.fillNs.Store(0)
 	r.encodeNs.Store(0)
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
+	r.order = r.order[:0]
+	for i := range n {
+		r.order = append(r.order, i)
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(c.cost[b].Load(), c.cost[a].Load()) })
+	slices.SortStableFunc(r.order, func(a, b int) int { return cmp.Compare(c.cost[b].Load(), c.cost[a].Load()) })
 	r.left.Add(n)
 	c.mu.Lock()
-	for _, i := range order {
+	for _, i := range r.order {
 		c.queue = append(c.queue, task{r, i})
 	}
 	for len(c.idle) > 0 && len(c.queue) > 0 {
@@ -177,6 +188,7 @@ func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk fun
 // Wait waits for a started row and reports its context's error, if any.
 func (c *Compressor) Wait(r *Row) error {
 	r.left.Wait()
+	r.inFlight = false
 	defer r.cancel()
 	if err := r.ctx.Err(); err != nil {
 		return err

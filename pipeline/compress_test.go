@@ -78,3 +78,41 @@ func TestARowLargerThanTheCompressorWasMadeForIsAnError(t *testing.T) {
 		t.Fatalf("got %v, want an error naming both sizes", err)
 	}
 }
+
+// The planner counts one row of compressed chunks for a compressor whose
+// rows run one at a time: Run after Run must write into the same outputs,
+// not alternate between two sets.
+func TestRowsRunOneAtATimeReuseOneSetOfOutputs(t *testing.T) {
+	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
+		{"name":"t","size":4,"chunk":1},{"name":"y","size":4,"chunk":4},{"name":"x","size":16,"chunk":2}],
+		"compression":{"codec":"zstd","level":1}}`)
+	p, err := NewPlan(m, "acq.raw", 4*4*16, Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), 4, "scatter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	chunk := func(i int, buf []byte) []byte {
+		for j := range buf {
+			buf[j] = byte(i*7 + j)
+		}
+		return buf
+	}
+	var first []*byte
+	for run := range 3 {
+		if err := c.Run(context.Background(), 4, 32, chunk); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			at := &c.Stored(i)[0]
+			if run == 0 {
+				first = append(first, at)
+			} else if at != first[i] {
+				t.Fatalf("run %d stored chunk %d in other memory than run 0", run, i)
+			}
+		}
+	}
+}

@@ -269,7 +269,6 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 // what is left buys overlap (sizeStore).
 func (p *Plan) budget() error {
 	p.Store = StorePlan{LayersInFlight: 1}
-	p.EngineRows = 1
 	p.WorkingSet = p.estimate()
 	if p.WorkingSet.Total() > p.Options.MemoryBudget {
 		return fmt.Errorf("working set %s exceeds memory_budget %s: raise memory_budget, or lower dimensions[0].chunk (each epoch is %s)",
@@ -314,11 +313,12 @@ func (p *Plan) sizeStore(spare int64) {
 	}
 	spare -= q
 	p.EngineRows = 1
-	var second int64
-	if l0 := p.Levels[0]; !p.Options.GPU && spare >= ChunksPerEpoch(l0.Grid)*CompressBound(p.ChunkBytes(l0)) {
-		p.EngineRows = 2
-		second = ChunksPerEpoch(l0.Grid) * CompressBound(p.ChunkBytes(l0))
-		spare -= second
+	var second int64 // the CPU engine's second level-0 row of compressed chunks
+	if l0 := p.Levels[0]; !p.Options.GPU {
+		if row0 := ChunksPerEpoch(l0.Grid) * CompressBound(p.ChunkBytes(l0)); spare >= row0 {
+			p.EngineRows, second = 2, row0
+			spare -= second
+		}
 	}
 	// layer > 0: every shard holds index entries.
 	extra := min(spare/layer, maxLayersInFlight-1)

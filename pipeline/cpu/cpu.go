@@ -115,7 +115,10 @@ func (c *Engine) Encode(ctx context.Context, e pipeline.Epoch) ([]pipeline.Level
 			return nil, err
 		}
 		l0.rowIndex++
-		return c.outs, c.pushPyramid(ctx, e)
+		if err := c.pushPyramid(ctx, e); err != nil {
+			return nil, err
+		}
+		return c.outs, nil
 	}
 	prev := c.ahead
 	row, err := l0.comp.Start(ctx, len(l0.layout.Coords), int64(len(e.Data)), c.scatter(0, e.Data, e.Frames))
