@@ -229,13 +229,18 @@ func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff in
 func (e *windowEncoder) insertRange(src []byte, start, end int, opt WindowOptions) {
 	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
 	for p := start; p+8 <= end; p += 2 {
-		v := binary.LittleEndian.Uint64(src[p:])
-		h, tag := hashTag(v, shift, hl, e.posBits)
-		e.table[h] = uint32(p+1) | tag
-		if e.long != nil {
-			h, tag = hashTag(v, 0, e.hl2, e.posBits)
-			e.long[h] = uint32(p+1) | tag
-		}
+		e.insert(binary.LittleEndian.Uint64(src[p:]), p, shift, hl)
+	}
+}
+
+// insert enters position p, whose next 8 bytes are v, into the table and,
+// when there is one, the long table.
+func (e *windowEncoder) insert(v uint64, p int, shift, hl uint) {
+	h, tag := hashTag(v, shift, hl, e.posBits)
+	e.table[h] = uint32(p+1) | tag
+	if e.long != nil {
+		h, tag = hashTag(v, 0, e.hl2, e.posBits)
+		e.long[h] = uint32(p+1) | tag
 	}
 }
 
@@ -329,13 +334,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 // there.
 func (e *windowEncoder) fill(src []byte, ip, limit int, shift, hl uint) {
 	if ip < limit {
-		v := binary.LittleEndian.Uint64(src[ip-2:])
-		h, tag := hashTag(v, shift, hl, e.posBits)
-		e.table[h] = uint32(ip-1) | tag
-		if e.long != nil {
-			h, tag = hashTag(v, 0, e.hl2, e.posBits)
-			e.long[h] = uint32(ip-1) | tag
-		}
+		e.insert(binary.LittleEndian.Uint64(src[ip-2:]), ip-2, shift, hl)
 	}
 }
 
