@@ -9,6 +9,7 @@ import (
 type huffEnc struct {
 	nbBits [256]uint8  // code length per symbol, 0 when absent
 	code   [256]uint16 // canonical code per symbol
+	ce     [256]uint32 // code | length<<16: one load a symbol in appendStream
 	maxSym int         // largest present symbol
 	maxBit int         // longest code length
 	pm     packageMerge
@@ -160,6 +161,9 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 			}
 		}
 	}
+	for s := range h.ce {
+		h.ce[s] = uint32(h.code[s]) | uint32(h.nbBits[s])<<16
+	}
 }
 
 // appendStream writes lits as one Huffman-coded backward bitstream: the last
@@ -174,11 +178,7 @@ func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 	out = out[:cap(out)]
 	var acc uint64
 	var nb uint
-	// One load a code: the code in the low 16 bits, its length above.
-	var ce [256]uint32
-	for s := range h.maxSym + 1 {
-		ce[s] = uint32(h.code[s]) | uint32(h.nbBits[s])<<16
-	}
+	ce := &h.ce
 	i := len(lits)
 	for ; i >= 4; i -= 4 {
 		c0, c1, c2, c3 := ce[lits[i-1]], ce[lits[i-2]], ce[lits[i-3]], ce[lits[i-4]]
