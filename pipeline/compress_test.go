@@ -10,23 +10,31 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// A row ends when its last chunk does: the compressor hands out first the
-// chunks that took longest in the row before, so that a long one does not
-// start last while the other workers wait for it.
-func TestTheCompressorHandsOutTheLongestChunksFirst(t *testing.T) {
+// testCompressor is a compressor of workers zstd workers for rows of n
+// chunks of 8 bytes, closed when the test ends.
+func testCompressor(t *testing.T, workers, n int) *Compressor {
+	t.Helper()
 	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
 		{"name":"t","size":4,"chunk":1},{"name":"y","size":4,"chunk":4},{"name":"x","size":16,"chunk":2}],
 		"compression":{"codec":"zstd","level":1}}`)
-	p, err := NewPlan(m, "acq.raw", 4*4*16, Options{Workers: 1}) // one worker: its order is the hand-out order
+	p, err := NewPlan(m, "acq.raw", 4*4*16, Options{Workers: workers})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 8
 	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), n, "scatter")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
+	return c
+}
+
+// A row ends when its last chunk does: the compressor hands out first the
+// chunks that took longest in the row before, so that a long one does not
+// start last while the other workers wait for it.
+func TestTheCompressorHandsOutTheLongestChunksFirst(t *testing.T) {
+	const n = 8
+	c := testCompressor(t, 1, n) // one worker: its order is the hand-out order
 	run := func(slow func(i int) time.Duration) []int {
 		var order []int
 		err := c.Run(context.Background(), n, n*8, func(i int, buf []byte) []byte {
@@ -62,18 +70,8 @@ func TestTheCompressorHandsOutTheLongestChunksFirst(t *testing.T) {
 }
 
 func TestARowLargerThanTheCompressorWasMadeForIsAnError(t *testing.T) {
-	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
-		{"name":"t","size":4,"chunk":1},{"name":"y","size":4,"chunk":4},{"name":"x","size":16,"chunk":2}]}`)
-	p, err := NewPlan(m, "acq.raw", 4*4*16, Options{Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), 8, "scatter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	err = c.Run(context.Background(), 9, 72, func(_ int, buf []byte) []byte { return buf })
+	c := testCompressor(t, 2, 8)
+	err := c.Run(context.Background(), 9, 72, func(_ int, buf []byte) []byte { return buf })
 	if err == nil || !strings.Contains(err.Error(), "9 chunks") || !strings.Contains(err.Error(), "rows of 8") {
 		t.Fatalf("got %v, want an error naming both sizes", err)
 	}
@@ -83,18 +81,7 @@ func TestARowLargerThanTheCompressorWasMadeForIsAnError(t *testing.T) {
 // rows run one at a time: Run after Run must write into the same outputs,
 // not alternate between two sets.
 func TestRowsRunOneAtATimeReuseOneSetOfOutputs(t *testing.T) {
-	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
-		{"name":"t","size":4,"chunk":1},{"name":"y","size":4,"chunk":4},{"name":"x","size":16,"chunk":2}],
-		"compression":{"codec":"zstd","level":1}}`)
-	p, err := NewPlan(m, "acq.raw", 4*4*16, Options{Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), 4, "scatter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := testCompressor(t, 2, 4)
 	chunk := func(i int, buf []byte) []byte {
 		for j := range buf {
 			buf[j] = byte(i*7 + j)
