@@ -35,13 +35,19 @@ func hash4(v uint32) uint32 { return (v * 2654435761) >> (32 - hashBits) }
 // parser holds reusable scratch space for parseBlock.
 type parser struct {
 	minMatch uint32 // Options.ShortestMatch; 0 (a zero parser) is the floor
+	seeded   bool   // Options.Seeded: parseBlockSeeded's rules (seeded.go)
 	table    [1 << hashBits]uint16
+	seed     []int32 // the seeded parse's block table
 	lits     []byte
 	seqs     []sequence
 }
 
 // parseBlock fills p.lits and p.seqs for blk.
 func (p *parser) parseBlock(blk []byte) {
+	if p.seeded {
+		p.parseBlockSeeded(blk)
+		return
+	}
 	p.lits, p.seqs = p.lits[:0], p.seqs[:0]
 	carry := uint32(0) // literals since the block's last match
 	for s := 0; s < len(blk); s += SegmentSize {

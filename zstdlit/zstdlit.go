@@ -70,8 +70,12 @@ type Options struct {
 	// Checksum appends the low 4 bytes of the XXH64 of the content.
 	Checksum bool
 	// MinMatch is the shortest match taken, 5…8; 0 means 5. MinMatchFor
-	// picks it by element size.
+	// picks it by element size. The seeded parse takes at least 6.
 	MinMatch int
+	// Seeded parses with the block's earlier segments as well as the
+	// segment's own bytes (seeded.go): libzstd level 1's ratio on camera
+	// data, where the segments alone keep 92-97% of it.
+	Seeded bool
 }
 
 // ShortestMatch is the effective MinMatch, 5…8: the segments' sequence
@@ -103,6 +107,7 @@ func Encode(dst, src []byte, opt Options) []byte {
 	}
 	e := encoders.Get().(*encoder)
 	e.p.minMatch = uint32(opt.ShortestMatch())
+	e.p.seeded = opt.Seeded
 	for off := 0; off < len(src); off += MaxBlockSize {
 		end := min(off+MaxBlockSize, len(src))
 		dst = e.appendBlock(dst, src[off:end], end == len(src))

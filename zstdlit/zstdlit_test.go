@@ -198,6 +198,7 @@ func FuzzEncodeDecodes(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		decodes(t, src, Options{})
+		decodes(t, src, Options{Seeded: true})
 	})
 }
 

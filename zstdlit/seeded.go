@@ -1,0 +1,122 @@
+package zstdlit
+
+import "encoding/binary"
+
+// The seeded parse (Options.Seeded): the segmented parse's matches reach
+// back over the whole block, not only the segment, while each segment is
+// still parsed on its own, so that the GPU can keep a thread a segment.
+//
+// Why: on realistic 12-bit camera chunks a 1 KiB segment remembers too
+// little. The segmented parse keeps 91.6% of libzstd level 1's ratio on
+// dim frames and 97.2% on bright ones; a larger table inside the segment
+// barely helps (93.3% dim with 2^12 entries), and hashing 4 bytes finds
+// two-pixel repeats whose sequences cost more than their literals. What
+// libzstd has is a large table of 6-byte hashes over everything before.
+//
+// Rules (the GPU must follow them bit for bit):
+//
+//   - A position i of a segment of n bytes is eligible when i+6 ≤ n. Its
+//     key is its 6 bytes, hashed (seedHash) to seedLocalBits bits for the
+//     segment's own table and to seedBlockBits bits for the block's.
+//   - The segment's own table holds, by hash, the latest eligible
+//     position before i in the segment (every one is inserted, inside
+//     matches too), as the segmented parse's does.
+//   - The block's table, the seed, holds, by hash, the latest eligible
+//     position of the block's earlier segments: a segment's positions
+//     enter it only after the whole segment is parsed. It does not depend
+//     on the parse, only on the bytes before the segment, so the GPU can
+//     build it apart (a warp a block, walking the segments in order) and
+//     hand each position its seed candidate.
+//   - At i, the segment's candidate is tried first; when its match is
+//     shorter than the minimum, the seed's is. A match is taken when it is
+//     at least the minimum (6, or Options.MinMatch when larger) and runs
+//     to the segment's end at most; a seed match may start in any earlier
+//     segment of the block, so offsets reach up to the block's size.
+//   - Repeat offsets, carried literals and the block choices are the
+//     segmented parse's.
+//
+// Measured against libzstd level 1 on the camera sets (2 MiB chunks,
+// BenchmarkCameraRatioAgainstLibzstd): dim 99.2%, bright 100.4%, flat
+// 100.3%, 8-bit 102.3%.
+const (
+	seedLocalBits = 8
+	seedBlockBits = 14
+	seedMinMatch  = 6
+	seedKeyBytes  = 6
+	noSeed        = -1
+	prime6        = 0xCF1BBCDCB7A56463 // any odd 64-bit constant with mixed bits
+)
+
+// seedKey is the 6 bytes at i, little-endian; i+6 ≤ len(b).
+func seedKey(b []byte, i int) uint64 {
+	return uint64(binary.LittleEndian.Uint32(b[i:])) | uint64(binary.LittleEndian.Uint16(b[i+4:]))<<32
+}
+
+// seedHash is key's top bits of a multiplicative hash. The key is shifted
+// to the top of the word first, so that all six bytes reach those bits.
+func seedHash(key uint64, bits uint) uint32 { return uint32(((key << 16) * prime6) >> (64 - bits)) }
+
+// parseBlockSeeded fills p.lits and p.seqs for blk with the seeded parse.
+func (p *parser) parseBlockSeeded(blk []byte) {
+	p.lits, p.seqs = p.lits[:0], p.seqs[:0]
+	if p.seed == nil {
+		p.seed = make([]int32, 1<<seedBlockBits)
+	}
+	for i := range p.seed {
+		p.seed[i] = noSeed
+	}
+	carry := uint32(0)
+	for a := 0; a < len(blk); a += SegmentSize {
+		b := min(a+SegmentSize, len(blk))
+		carry = p.parseSegmentSeeded(blk, a, b, carry)
+		for i := a; i+seedKeyBytes <= b; i++ {
+			p.seed[seedHash(seedKey(blk, i), seedBlockBits)] = int32(i)
+		}
+	}
+}
+
+// parseSegmentSeeded parses blk[a:b] as parseSegment does, with the seed's
+// candidates beside the segment's own.
+func (p *parser) parseSegmentSeeded(blk []byte, a, b int, carry uint32) uint32 {
+	table := &p.table
+	for i := range table {
+		table[i] = noPos
+	}
+	mm := max(p.minMatch, seedMinMatch)
+	var hist [3]uint32
+	known := 0
+	litStart := a
+	for i := a; i+seedKeyBytes <= b; {
+		key := seedKey(blk, i)
+		h := seedHash(key, seedLocalBits)
+		c, l := int(table[h]), 0
+		table[h] = uint16(i - a)
+		if c != noPos {
+			c += a
+			l = matchLen(blk, c, i, b)
+		}
+		if uint32(l) < mm {
+			if s := int(p.seed[seedHash(key, seedBlockBits)]); s != noSeed {
+				if ls := matchLen(blk, s, i, b); uint32(ls) >= mm {
+					c, l = s, ls
+				}
+			}
+		}
+		if uint32(l) < mm {
+			i++
+			continue
+		}
+		ll := uint32(i-litStart) + carry
+		carry = 0
+		p.lits = append(p.lits, blk[litStart:i]...)
+		ov := repCode(&hist, &known, uint32(i-c), ll == 0)
+		p.seqs = append(p.seqs, sequence{litLen: ll, matchLen: uint32(l), offVal: ov})
+		for j := i + 1; j < i+l && j+seedKeyBytes <= b; j++ {
+			table[seedHash(seedKey(blk, j), seedLocalBits)] = uint16(j - a)
+		}
+		i += l
+		litStart = i
+	}
+	p.lits = append(p.lits, blk[litStart:b]...)
+	return carry + uint32(b-litStart)
+}
