@@ -13,6 +13,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"gorgonia.org/cu"
 )
 
 // initError is the driver's answer to cuInit (see cuinit.c): nil when a
@@ -56,6 +58,17 @@ func hostFree(b []byte) error {
 	}
 	if r := C.cuMemFreeHost(unsafe.Pointer(unsafe.SliceData(b))); r != C.CUDA_SUCCESS {
 		return cuError("cuMemFreeHost", r)
+	}
+	return nil
+}
+
+// setMaxDynamicShared lets fn's launches ask for n bytes of dynamic shared
+// memory (cuFuncSetAttribute, which gorgonia.org/cu does not wrap).
+func setMaxDynamicShared(fn cu.Function, n int) error {
+	// cu.Function holds the driver's handle as its only field.
+	f := *(*C.CUfunction)(unsafe.Pointer(&fn))
+	if r := C.cuFuncSetAttribute(f, C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, C.int(n)); r != C.CUDA_SUCCESS {
+		return cuError("allow dynamic shared memory", r)
 	}
 	return nil
 }

@@ -101,7 +101,8 @@ type Device struct {
 type functions struct {
 	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
 	keys, scan                   cu.Function
-	litParse, litSeq, litCompact cu.Function
+	litSeed, litParse, litSeq    cu.Function
+	litCompact                   cu.Function
 	litPlan, litFrame, litEncode cu.Function
 	litChecksum                  cu.Function
 	reduce                       [layout.Kinds][layout.Methods]cu.Function
@@ -177,6 +178,7 @@ func (d *Device) setup(ordinal int) error {
 	}
 	d.fn.keys = get("zs_chunk_keys")
 	d.fn.scan = get("zs_exclusive_scan")
+	d.fn.litSeed = get("zl_seed")
 	d.fn.litParse = get("zl_parse")
 	d.fn.litSeq = get("zl_seq")
 	d.fn.litCompact = get("zl_compact")
@@ -191,6 +193,10 @@ func (d *Device) setup(ordinal int) error {
 	}
 	if err != nil {
 		return fail(err)
+	}
+	// zl_seed's table is larger than the static 48 KiB a CTA gets.
+	if err := setMaxDynamicShared(d.fn.litSeed, litSeedShared); err != nil {
+		return fail(fmt.Errorf("GPU %d: kernel zl_seed: %w", ordinal, err))
 	}
 	return nil
 }

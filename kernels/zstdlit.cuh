@@ -5,9 +5,12 @@
 // RLE or raw). Read the package comment there for the rules; these files
 // follow them exactly.
 //
-// Six kernels, so that every size is known before a byte is written and
-// the encoder can write straight into the shard-ordered output:
+// Six kernels (seven with the seeded parse), so that every size is known
+// before a byte is written and the encoder can write straight into the
+// shard-ordered output:
 //
+//   zl_seed    (seeded parse only) a warp per block: every position's
+//              candidate from the block's earlier segments.
 //   zl_parse   a warp per 32 segments of 1 KiB: each lane parses its own
 //              segment (zstdlit_seq.cuh) and writes its packed sequences.
 //   zl_seq     a warp per block: the sequences section, written after
@@ -128,16 +131,84 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 
 } // namespace zl
 
+// zl_seed: one CTA per block, for the seeded parse: walks the block's
+// segments in order with the block's table of latest positions (kSeedBits
+// of 6-byte hashes, in dynamic shared memory), and gives every position
+// of a segment the table's entry from before the segment's own positions
+// went in: seed[p], block-relative, or kNoSeed. An entry whose 6 bytes
+// differ from the position's is written as kNoSeed: the parse would turn
+// it down, and finds it out here without a load of its own. Blocks the
+// parse skips are skipped.
+extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
+    zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+            uint32_t *seed)
+{
+	extern __shared__ uint32_t tab[]; // 1 << kSeedBits entries: position + 1, 0 for none
+	__shared__ uint32_t seg[zl::kSegWords + 2]; // the segment's bytes and the next 8
+	constexpr uint32_t kPer = zl::kSeg / zl::kSeedThreads;
+	const unsigned t = threadIdx.x;
+	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
+		uint64_t chunk, off;
+		uint32_t n;
+		zl::block_geometry(chunk_bytes, (uint32_t)bpc, bi, chunk, off, n);
+		if ((nonfill != nullptr && nonfill[chunk] == 0) || n < zl::kMinHuff)
+			continue;
+		for (uint32_t h = t; h < (1u << zl::kSeedBits); h += zl::kSeedThreads)
+			tab[h] = 0;
+		const uint8_t *blk = src + chunk * chunk_bytes + off;
+		uint32_t *out = seed + chunk * chunk_bytes + off;
+		for (uint32_t a = 0; a < n; a += zl::kSeg) {
+			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
+			for (uint32_t w = t; w < zl::kSegWords + 2; w += zl::kSeedThreads) {
+				const uint32_t at = a + 4 * w;
+				uint32_t v = 0;
+				if (at + 4 <= n)
+					v = zl::gword(blk + at);
+				else
+					for (uint32_t b = 0; at + b < n && b < 4; b++)
+						v |= (uint32_t)blk[at + b] << (8 * b);
+				seg[w] = v;
+			}
+			__syncthreads();
+			uint32_t h[kPer];
+#pragma unroll
+			for (uint32_t k = 0; k < kPer; k++) {
+				const uint32_t i = t + k * zl::kSeedThreads;
+				const uint32_t r = (i & 3) * 8;
+				const uint32_t w0 = seg[i >> 2], w1 = seg[(i >> 2) + 1], w2 = seg[(i >> 2) + 2];
+				const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & 0xFFFF;
+				h[k] = zl::seed_hash(lo, hi, zl::kSeedBits);
+				if (i + zl::kSeedKey > len)
+					continue;
+				uint32_t c = tab[h[k]] - 1;
+				if (c != zl::kNoSeed &&
+				    (zl::gword(blk + c) != lo || (zl::gword(blk + c + 4) & 0xFFFF) != hi))
+					c = zl::kNoSeed;
+				out[a + i] = c;
+			}
+			__syncthreads();
+#pragma unroll
+			for (uint32_t k = 0; k < kPer; k++) {
+				const uint32_t i = t + k * zl::kSeedThreads;
+				if (i + zl::kSeedKey <= len)
+					atomicMax(&tab[h[k]], a + i + 1);
+			}
+			__syncthreads();
+		}
+	}
+}
+
 // zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment;
-// min_match is zstdlit.Options' (5…8).
+// min_match is zstdlit.Options' (5…8). With seed (zl_seed's candidates)
+// it is the seeded parse, whose large Offset_Values go to side.
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-             uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match)
+             uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side)
 {
 	__shared__ zl::ParseShared S;
 	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
 		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3),
-		                  min_match, S);
+		                  min_match, seed, side, S);
 		__syncwarp();
 	}
 }
@@ -145,13 +216,13 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
 // zl_seq: one warp per block; the sequences section.
 extern "C" __global__ void __launch_bounds__(32)
     zl_seq(uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill, const uint32_t *seq_buf,
-           const uint32_t *seg_meta, uint8_t *lit, zl::Block *blocks)
+           const uint32_t *side, const uint32_t *seg_meta, uint8_t *lit, zl::Block *blocks)
 {
 	__shared__ zl::SeqShared S;
 	S.load_tables();
 	__syncwarp();
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
-		zl::seq_block(chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, lit, blocks, bi, S);
+		zl::seq_block(chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, side, seg_meta, lit, blocks, bi, S);
 		__syncwarp();
 	}
 }

@@ -26,6 +26,9 @@ const (
 	// litMaxChunk bounds a chunk the encoder takes: block offsets within
 	// a frame are 32-bit.
 	litMaxChunk = 1 << 31
+	// litSeedShared is zl_seed's table: 2^14 entries of 4 bytes.
+	litSeedShared  = 4 << 14
+	litSeedThreads = 256 // zl_seed's CTA (kSeedThreads)
 )
 
 // litSegs is the number of segment slots of a chunk of n bytes.
@@ -48,10 +51,12 @@ func LitFrameBound(n int64, opt zstdlit.Options) int64 {
 // litScratch is the device memory the encoder plans in: a record and a
 // code table per block; every segment's packed sequences and summary
 // word; the packed literals and sequences sections, laid out as the
-// chunks are; an error word; and the frames' options.
+// chunks are; an error word; and the frames' options. The seeded parse
+// adds a seed candidate a byte and a side slot per sequence slot.
 type litScratch struct {
 	blocks, tables, err     cu.DevicePtr
 	seqs, meta, lit         cu.DevicePtr
+	seed, side              cu.DevicePtr
 	capBlocks, capSegs, cap int64
 	opt                     zstdlit.Options
 	// marks, when set (benchmarks), are recorded after the parse, the
@@ -68,8 +73,12 @@ func (lit *litScratch) mark(s cu.Stream, i int) error {
 
 // litScratchBytes is the device memory allocLit takes for nChunks chunks
 // of up to chunkBytes.
-func litScratchBytes(chunkBytes, nChunks int64) int64 {
-	return nChunks * (litBlocks(chunkBytes)*(litBlockBytes+litTableBytes) + litSegs(chunkBytes)*(litSlotBytes+4) + chunkBytes)
+func litScratchBytes(chunkBytes, nChunks int64, opt zstdlit.Options) int64 {
+	n := nChunks * (litBlocks(chunkBytes)*(litBlockBytes+litTableBytes) + litSegs(chunkBytes)*(litSlotBytes+4) + chunkBytes)
+	if opt.Seeded {
+		n += nChunks * (4*chunkBytes + litSegs(chunkBytes)*litSlotBytes)
+	}
+	return n
 }
 
 // allocLit takes scratch for up to nChunks chunks of up to chunkBytes. On
@@ -77,13 +86,18 @@ func litScratchBytes(chunkBytes, nChunks int64) int64 {
 func allocLit(chunkBytes, nChunks int64, opt zstdlit.Options) (*litScratch, error) {
 	nBlocks, nSegs := litBlocks(chunkBytes)*nChunks, litSegs(chunkBytes)*nChunks
 	s := &litScratch{capBlocks: nBlocks, capSegs: nSegs, cap: chunkBytes * nChunks, opt: opt}
-	for _, a := range []struct {
+	type buf struct {
 		dst *cu.DevicePtr
 		n   int64
-	}{
+	}
+	bufs := []buf{
 		{&s.blocks, nBlocks * litBlockBytes}, {&s.tables, nBlocks * litTableBytes}, {&s.err, 8},
 		{&s.seqs, nSegs * litSlotBytes}, {&s.meta, nSegs * 4}, {&s.lit, s.cap},
-	} {
+	}
+	if opt.Seeded {
+		bufs = append(bufs, buf{&s.seed, 4 * s.cap}, buf{&s.side, nSegs * litSlotBytes})
+	}
+	for _, a := range bufs {
 		var err error
 		if *a.dst, err = cu.MemAlloc(max(a.n, 8)); err != nil {
 			s.free()
@@ -98,7 +112,7 @@ func allocLit(chunkBytes, nChunks int64, opt zstdlit.Options) (*litScratch, erro
 }
 
 func (s *litScratch) free() {
-	for _, p := range []*cu.DevicePtr{&s.blocks, &s.tables, &s.err, &s.seqs, &s.meta, &s.lit} {
+	for _, p := range []*cu.DevicePtr{&s.blocks, &s.tables, &s.err, &s.seqs, &s.meta, &s.lit, &s.seed, &s.side} {
 		if *p != 0 {
 			_ = cu.MemFree(*p)
 			*p = 0
@@ -126,15 +140,22 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
+	if lit.seed != 0 {
+		if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, litSeedShared, s,
+			args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
+			return fmt.Errorf("launch zstd match seeds: %w", err)
+		}
+	}
 	if err := d.fn.litParse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, 0, s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()))); err != nil {
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),
+			lit.seed, lit.side)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)
 	}
 	if err := lit.mark(s, 0); err != nil {
 		return err
 	}
 	if err := d.fn.litSeq.Launch(grid, 1, 1, 32, 1, 1, 0, s,
-		args(cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, lit.lit, lit.blocks)); err != nil {
+		args(cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.side, lit.meta, lit.lit, lit.blocks)); err != nil {
 		return fmt.Errorf("launch zstd sequences: %w", err)
 	}
 	if err := lit.mark(s, 1); err != nil {

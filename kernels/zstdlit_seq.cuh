@@ -28,6 +28,12 @@ __device__ __forceinline__ uint32_t pack_seq(uint32_t ll, uint32_t ml, uint32_t 
 __device__ __forceinline__ uint32_t seq_ll(uint32_t q) { return q & 0x3FF; }
 __device__ __forceinline__ uint32_t seq_ml(uint32_t q) { return (q >> 10) & 0x7FF; }
 __device__ __forceinline__ uint32_t seq_ov(uint32_t q) { return q >> 21; }
+// seq_ov_at is the Offset_Value of q, slot i, from side when escaped.
+__device__ __forceinline__ uint32_t seq_ov_at(uint32_t q, const uint32_t *side, uint64_t i)
+{
+	const uint32_t ov = seq_ov(q);
+	return ov == 0x7FF ? side[i] : ov;
+}
 
 // segMeta: the segment's sequences (8 bits), literals (11), and literals
 // after its last match, or all of them (11).
@@ -36,6 +42,37 @@ __device__ __forceinline__ uint32_t meta_nlit(uint32_t m) { return (m >> 8) & 0x
 __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 0x7FF; }
 
 __device__ __forceinline__ uint32_t hash4(uint32_t v) { return (v * 2654435761u) >> (32 - kHashBits); }
+
+// The seeded parse (zstdlit/seeded.go): 6-byte keys, the segment's own
+// table of kHashBits bits, and the block's seed of kSeedBits, built apart by
+// zl_seed into a candidate a byte (block-relative, kNoSeed for none).
+constexpr int kSeedBits = 14;
+constexpr uint32_t kSeedMin = 6, kSeedKey = 6;
+constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
+constexpr uint32_t kSeedThreads = 256; // zl_seed's CTA: four positions of a segment each
+// A packed Offset_Value of kOvEscape means the value is in the segment's
+// side slot: the seeded parse's offsets reach across the block.
+constexpr uint32_t kOvEscape = 0x7FF;
+
+// seed_hash is zstdlit's seedHash of the key lo (bytes 0-3) and hi (4-5).
+__device__ __forceinline__ uint32_t seed_hash(uint32_t lo, uint32_t hi, int bits)
+{
+	const uint64_t key = (uint64_t)lo | (uint64_t)(hi & 0xFFFF) << 32;
+	return (uint32_t)(((key << 16) * 0xCF1BBCDCB7A56463ull) >> (64 - bits));
+}
+
+// gword is the 4 bytes at p, little-endian, from two aligned loads. The
+// caller keeps p+3 inside the data; the aligned words around it are inside
+// the allocation.
+__device__ __forceinline__ uint32_t gword(const uint8_t *p)
+{
+	const uintptr_t a = (uintptr_t)p & ~(uintptr_t)3;
+	const uint32_t r = (uint32_t)((uintptr_t)p & 3) * 8;
+	const uint32_t w0 = __ldg(reinterpret_cast<const uint32_t *>(a));
+	if (r == 0)
+		return w0;
+	return __funnelshift_r(w0, __ldg(reinterpret_cast<const uint32_t *>(a) + 1), r);
+}
 
 // segs_per_chunk is the number of segment slots a chunk has.
 __device__ __forceinline__ uint64_t segs_per_chunk(uint64_t chunk_bytes)
@@ -275,6 +312,150 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 	return nseq | nlit << 8 | trail << 19;
 }
 
+// seed_match_len is the length of the common prefix of blk[c..] (global
+// memory, an earlier segment's bytes) and the lane's segment from i,
+// capped at the segment's end n.
+__device__ __forceinline__ uint32_t seed_match_len(const SegView &V, const uint8_t *__restrict__ blk, uint32_t c,
+                                                   uint32_t i, uint32_t n)
+{
+	uint32_t l = 0;
+	while (i + l + 8 <= n) {
+		const uint32_t x0 = gword(blk + c + l) ^ V.word(i + l), x1 = gword(blk + c + l + 4) ^ V.word(i + l + 4);
+		if (x0 != 0)
+			return l + (uint32_t)(__ffs(x0) - 1) / 8;
+		if (x1 != 0)
+			return l + 4 + (uint32_t)(__ffs(x1) - 1) / 8;
+		l += 8;
+	}
+	while (i + l < n && blk[c + l] == V.byte(i + l))
+		l++;
+	return l;
+}
+
+// insert_range_seeded puts positions from..to-1 in the lane's table of
+// 6-byte hashes, in order, a window at a time.
+__device__ __forceinline__ void insert_range_seeded(const SegView &V, uint32_t from, uint32_t to)
+{
+	for (uint32_t j = from; j < to; j += kBatch) {
+		uint32_t x[kBatch], y[kBatch];
+		V.window(j, x);
+		V.window(j + 4, y);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (j + k < to)
+				V.set(seed_hash(x[k], y[k], kHashBits), j + k);
+	}
+}
+
+// parse_segment_seeded is zstdlit's parseSegmentSeeded for the lane's
+// segment of n bytes in S, which starts a bytes into the block at blk:
+// the segment's own candidate first, then, when its match falls short,
+// the seed's (seed holds zl_seed's candidates for the segment's
+// positions, each already known to share its 6 bytes). Offset_Values of
+// kOvEscape and more go to side. (A segment's first sequence knows no
+// repeat offsets, so whether its literal length counts the carry does not
+// change its code.) Batched as parse_segment is, and for the same reason;
+// the batch's seeds are loaded together with its table entries.
+__device__ uint32_t parse_segment_seeded(const SegView &V, uint32_t n, uint32_t *__restrict__ slot,
+                                         uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
+                                         uint32_t a, const uint32_t *__restrict__ seed)
+{
+	for (int h = 0; h < (1 << kHashBits) / 2; h++)
+		V.S.tab[h][V.lane] = 0xFFFFFFFFu;
+	const uint32_t mm = min_match > kSeedMin ? min_match : kSeedMin;
+	uint32_t hist[3] = {0, 0, 0};
+	int known = 0;
+	uint32_t nseq = 0, nlit = 0, litStart = 0;
+	uint32_t i = 0;
+	while (i + kSeedKey <= n) {
+		const uint32_t cnt = n - (kSeedKey - 1) - i < kBatch ? n - (kSeedKey - 1) - i : kBatch;
+		uint32_t x[kBatch], y[kBatch], h[kBatch], c[kBatch], sc[kBatch];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			sc[k] = k < cnt ? __ldg(seed + i + k) : kNoSeed;
+		V.window(i, x);
+		V.window(i + 4, y);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++) {
+			h[k] = seed_hash(x[k], y[k], kHashBits);
+			c[k] = V.get(h[k]);
+		}
+#pragma unroll
+		for (uint32_t k = 1; k < kBatch; k++)
+#pragma unroll
+			for (uint32_t j = 0; j < k; j++)
+				c[k] = h[j] == h[k] ? i + j : c[k];
+		uint32_t w[kBatch], v[kBatch];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++) {
+			w[k] = V.word(c[k] != kNoPos ? c[k] : 0);
+			v[k] = V.word(c[k] != kNoPos ? c[k] + 4 : 0);
+		}
+		// A position is worth a look when its own candidate shares 6
+		// bytes, or it has a seed (which does).
+		uint32_t look = 0;
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (k < cnt && ((c[k] != kNoPos && w[k] == x[k] && ((v[k] ^ y[k]) & 0xFFFF) == 0) || sc[k] != kNoSeed))
+				look |= 1u << k;
+		uint32_t at = 0, l = 0, off = 0;
+		while (look != 0) {
+			at = (uint32_t)(__ffs(look) - 1);
+			look &= look - 1;
+			uint32_t cand = c[0], sd = sc[0], wa = w[0], xa = x[0], va = v[0], ya = y[0];
+#pragma unroll
+			for (uint32_t k = 1; k < kBatch; k++)
+				if (at == k) {
+					cand = c[k];
+					sd = sc[k];
+					wa = w[k];
+					xa = x[k];
+					va = v[k];
+					ya = y[k];
+				}
+			const uint32_t p = i + at;
+			l = 0;
+			if (cand != kNoPos && wa == xa && ((va ^ ya) & 0xFFFF) == 0) {
+				l = V.match_len(cand + 4, p + 4, n) + 4;
+				off = p - cand;
+			}
+			if (l < mm && sd != kNoSeed) {
+				const uint32_t ls = seed_match_len(V, blk, sd, p, n);
+				if (ls >= mm) {
+					l = ls;
+					off = a + p - sd;
+				}
+			}
+			if (l >= mm)
+				break;
+			l = 0;
+		}
+		const uint32_t stop = l == 0 ? cnt : at + l < cnt ? at + l : cnt;
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (k < stop)
+				V.set(h[k], i + k);
+		if (l == 0) {
+			i += cnt;
+			continue;
+		}
+		const uint32_t p = i + at;
+		const uint32_t ll = p - litStart;
+		const uint32_t ov = rep_code(hist, known, off, ll == 0);
+		if (ov >= kOvEscape)
+			side[nseq] = ov;
+		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
+		nlit += ll;
+		const uint32_t last = n - (kSeedKey - 1); // positions below it have 6 bytes
+		insert_range_seeded(V, i + cnt, p + l < last ? p + l : last);
+		i = p + l;
+		litStart = i;
+	}
+	const uint32_t trail = n - litStart;
+	nlit += trail;
+	return nseq | nlit << 8 | trail << 19;
+}
+
 // ---------------------------------------------------------------------------
 // zl_seq: codes and tables.
 
@@ -338,10 +519,11 @@ struct SeqTable {
 	uint32_t mode;
 };
 
-// A sequence takes at most 61 bits: states 9+8+9, extras 16 (literal
-// length, with the carry), 9 (match length ≤ 1 KiB) and 10 (offset); a
-// segment's 204 of them and a partial word fit the stage.
-constexpr uint32_t kSeqMaxBits = 61;
+// A sequence takes at most 68 bits: states 9+8+9, extras 16 (literal
+// length, with the carry), 9 (match length ≤ 1 KiB) and 17 (offset, up to
+// the block's size in the seeded parse); a segment's 204 of them and a
+// partial word fit the stage.
+constexpr uint32_t kSeqMaxBits = 68;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
 
 struct SeqShared {
@@ -488,8 +670,10 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, uint8_t *nb, 
 }
 
 // seq_bits is sequence j's bits in stream order (the OF, ML and LL states,
-// then the LL, ML and OF extra bits), and their count in n.
-__device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, uint32_t &n)
+// then the LL, ML and OF extra bits), and their count in n: the states
+// and the LL extra bits (at most 42) in the value, the ML and OF extra
+// bits (at most 26) in hi, their count in nhi.
+__device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, uint32_t &n, uint32_t &hi, uint32_t &nhi)
 {
 	const uint32_t llc = S.code[0][j], ofc = S.code[1][j], mlc = S.code[2][j];
 	const uint32_t nll = S.nb[0][j], nof = S.nb[1][j], nml = S.nb[2][j];
@@ -502,12 +686,20 @@ __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, uin
 		v |= (uint64_t)S.val[0][j] << at;
 	at += nll;
 	v |= (uint64_t)(S.ll[j] - S.llBase[llc]) << at;
-	at += S.llBits[llc];
-	v |= (uint64_t)(S.ml[j] - S.mlBase[mlc]) << at;
-	at += S.mlBits[mlc];
-	v |= (uint64_t)(S.ov[j] & ((1u << ofc) - 1)) << at;
-	n = at + ofc;
+	n = at + S.llBits[llc];
+	hi = (S.ml[j] - S.mlBase[mlc]) | (S.ov[j] & ((1u << ofc) - 1)) << S.mlBits[mlc];
+	nhi = S.mlBits[mlc] + ofc;
 	return v;
+}
+
+// stage_or ORs the n low bits of v (n ≤ 64) into the stage at bit at.
+__device__ __forceinline__ void stage_or(uint32_t *stage, uint32_t at, uint64_t v, uint32_t n)
+{
+	const uint32_t sh = at & 31, wi = at >> 5;
+	atomicOr(&stage[wi], (uint32_t)(v << sh));
+	atomicOr(&stage[wi + 1], (uint32_t)((v << sh) >> 32));
+	if (sh != 0 && n + sh > 64)
+		atomicOr(&stage[wi + 2], (uint32_t)(v >> (64 - sh)));
 }
 
 // block_geometry finds block bi's chunk, its offset in the chunk and its
@@ -521,10 +713,11 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 }
 
 // parse_quarter parses quarter h of block bi: one segment per lane.
+// With seed (the seeded parse), side takes the escaped Offset_Values.
 __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
                               uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
-                              ParseShared &S)
+                              const uint32_t *__restrict__ seed, uint32_t *__restrict__ side, ParseShared &S)
 {
 	uint64_t chunk, off;
 	uint32_t n;
@@ -538,8 +731,13 @@ __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_by
 		return;
 	const uint64_t g = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock + t;
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
-	load_segment(src + chunk * chunk_bytes + off + a, len, S, lane);
-	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, min_match);
+	const uint8_t *blk = src + chunk * chunk_bytes + off;
+	load_segment(blk + a, len, S, lane);
+	if (seed != nullptr)
+		segMeta[g] = parse_segment_seeded(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs,
+		                                  min_match, blk, a, seed + chunk * chunk_bytes + off + a);
+	else
+		segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, min_match);
 }
 
 // seq_block writes block bi's sequences section after where its literals
@@ -547,7 +745,8 @@ __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_by
 // block whether the matches are kept: only when the section fits in the
 // bytes they cover. One warp.
 __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__restrict__ nonfill,
-                          const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ segMeta,
+                          const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ side,
+                          const uint32_t *__restrict__ segMeta,
                           uint8_t *__restrict__ lit, Block *__restrict__ blocks, uint64_t bi, SeqShared &S)
 {
 	const unsigned lane = threadIdx.x;
@@ -592,7 +791,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			const uint32_t q = slot[j];
 			atomicAdd(&S.hll[ll_code(seq_ll(q) + (j == 0 ? S.carry[s] : 0))], 1u);
 			atomicAdd(&S.hml[ml_code(seq_ml(q))], 1u);
-			atomicAdd(&S.hof[high_bit(seq_ov(q))], 1u);
+			atomicAdd(&S.hof[high_bit(seq_ov_at(q, side, (g0 + s) * kSlotSeqs + j))], 1u);
 		}
 	}
 	__syncwarp();
@@ -639,7 +838,8 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		__syncwarp();
 		for (uint32_t j = lane; j < k; j += 32) {
 			const uint32_t q = slot[j];
-			const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q), ov = seq_ov(q);
+			const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q);
+			const uint32_t ov = seq_ov_at(q, side, (g0 + s) * kSlotSeqs + j);
 			S.ll[j] = ll;
 			S.ml[j] = ml;
 			S.ov[j] = ov;
@@ -655,18 +855,15 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		for (uint32_t e0 = 0; e0 < k; e0 += 32) {
 			const uint32_t e = e0 + lane;
 			uint64_t v = 0;
-			uint32_t nv = 0;
+			uint32_t nv = 0, hi = 0, nhi = 0;
 			if (e < k)
-				v = seq_bits(S, k - 1 - e, nv);
+				v = seq_bits(S, k - 1 - e, nv, hi, nhi);
 			uint32_t total;
-			const uint32_t at = bits + warp_excl_scan(nv, lane, total) - 32 * stage0;
-			if (nv != 0) {
-				const uint32_t sh = at & 31, wi = at >> 5;
-				atomicOr(&S.stage[wi], (uint32_t)(v << sh));
-				atomicOr(&S.stage[wi + 1], (uint32_t)((v << sh) >> 32));
-				if (sh != 0 && nv + sh > 64)
-					atomicOr(&S.stage[wi + 2], (uint32_t)(v >> (64 - sh)));
-			}
+			const uint32_t at = bits + warp_excl_scan(nv + nhi, lane, total) - 32 * stage0;
+			if (nv != 0)
+				stage_or(S.stage, at, v, nv);
+			if (nhi != 0)
+				stage_or(S.stage, at + nv, hi, nhi);
 			bits += total;
 		}
 		__syncwarp();
