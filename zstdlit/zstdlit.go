@@ -13,7 +13,8 @@
 //
 //   - Matches are found per 1 KiB segment of the block, each on its own
 //     (match.go says how), so the GPU parses every segment in its own
-//     thread. The sequences section codes literal lengths, offsets and
+//     thread. With Options.Seeded (what both engines run) a segment's
+//     matches also reach the block's earlier segments (seeded.go). The sequences section codes literal lengths, offsets and
 //     match lengths with tables normalized from the block's own codes
 //     (FSE_Compressed_Mode, zstd's table-log rule), or RLE_Mode for a
 //     stream with a single code (seq.go). The matches are kept only when
@@ -84,9 +85,9 @@ func (o Options) ShortestMatch() int {
 	return min(max(o.MinMatch, minMatchFloor), minMatchCeil)
 }
 
-// MinMatchFor is the shortest match for elements of elemSize bytes.
-// Measured on the camera corpus (zstdlit's ratio against libzstd level 1,
-// 1 KiB segments): 8-bit frames 99.1% with 5 and 100.7% with 6, since a
+// MinMatchFor is the shortest match for elements of elemSize bytes (the
+// seeded parse takes at least 6 whatever it is). Measured on the camera
+// corpus with the unseeded parse (its ratio against libzstd level 1): 8-bit frames 99.1% with 5 and 100.7% with 6, since a
 // 5-byte match there is five noisy pixels that rarely pay for their
 // sequence; 16-bit frames lose with 6 (dim 91.6% → 86.8%, bright 97.2% →
 // 96.1%) and keep 5.
