@@ -46,7 +46,7 @@ func TestEveryWindowFrameDecodesWithKlauspost(t *testing.T) {
 
 func TestWindowFramesOfRealisticCamerasDecodeAtEveryLevel(t *testing.T) {
 	for _, cam := range synth.Cameras(256, 256) {
-		chunks := cameraChunks(cam)
+		chunks := cam.ZarrChunks()
 		for level := 1; level <= 4; level++ {
 			windowDecodes(t, chunks[0], WindowOptionsFor(level, cam.ElemSize()))
 		}
@@ -168,8 +168,8 @@ func TestDenseFramesTakeTheLongerMinimumMatch(t *testing.T) {
 		chunk []byte
 		mm    int
 	}{
-		{"a dim frame (under DenseEntropy bits a byte)", cameraChunks(dim)[0], 7},
-		{"a bright frame", cameraChunks(bright)[0], 6},
+		{"a dim frame (under DenseEntropy bits a byte)", dim.ZarrChunks()[0], 7},
+		{"a bright frame", bright.ZarrChunks()[0], 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := WindowOptionsFor(1, 2)
@@ -186,7 +186,7 @@ func TestDenseFramesTakeTheLongerMinimumMatch(t *testing.T) {
 // chunk it finds longer matches than the latest 4-byte one (the whole
 // corpus: dim 3.623 without it, 3.675 with it).
 func TestTheLongTableFindsLongerMatchesOnADimChunk(t *testing.T) {
-	chunk := cameraChunks(synth.CameraDim(256, 256))[0]
+	chunk := synth.CameraDim(256, 256).ZarrChunks()[0]
 	with := WindowOptionsFor(3, 2)
 	without := with
 	without.LongHashLog = 0

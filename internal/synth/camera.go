@@ -154,3 +154,32 @@ func photons(r *rand.Rand, lambda float64) int {
 	}
 	return k
 }
+
+// ZarrChunks cuts the camera's first 16 frames into 16×256×256 chunks,
+// each one contiguous run of its pixels as a Zarr writer stores it (C
+// order), row of tiles by row of tiles. Width and height must be
+// multiples of 256 for every pixel to land in a chunk.
+func (c *Camera) ZarrChunks() [][]byte {
+	const depth, side = 16, 256
+	fb := c.FrameBytes()
+	frames := make([]byte, depth*fb)
+	for t := range int64(depth) {
+		c.Frame(frames[t*fb:(t+1)*fb], t)
+	}
+	e := c.ElemSize()
+	row := c.Width * e
+	var chunks [][]byte
+	for y0 := 0; y0+side <= c.Height; y0 += side {
+		for x0 := 0; x0+side <= c.Width; x0 += side {
+			ch := make([]byte, 0, depth*side*side*e)
+			for t := range int64(depth) {
+				for y := y0; y < y0+side; y++ {
+					off := t*fb + int64(y*row+x0*e)
+					ch = append(ch, frames[off:off+int64(side*e)]...)
+				}
+			}
+			chunks = append(chunks, ch)
+		}
+	}
+	return chunks
+}
