@@ -5,12 +5,11 @@
 // RLE or raw). Read the package comment there for the rules; these files
 // follow them exactly.
 //
-// Six kernels (seven with the seeded parse), so that every size is known
-// before a byte is written and the encoder can write straight into the
-// shard-ordered output:
+// Seven kernels, so that every size is known before a byte is written
+// and the encoder can write straight into the shard-ordered output:
 //
-//   zl_seed    (seeded parse only) a warp per block: every position's
-//              candidate from the block's earlier segments.
+//   zl_seed    a thread block per block: every position's candidate from
+//              the block's earlier segments.
 //   zl_parse   a warp per 32 segments of 1 KiB: each lane parses its own
 //              segment (zstdlit_seq.cuh) and writes its packed sequences.
 //   zl_seq     a warp per block: the sequences section, written after
@@ -131,7 +130,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 
 } // namespace zl
 
-// zl_seed: one CTA per block, for the seeded parse: walks the block's
+// zl_seed: one CTA per block: walks the block's
 // segments in order with the block's table of latest positions (kSeedBits
 // of 6-byte hashes, in dynamic shared memory), and gives every position
 // of a segment the table's entry from before the segment's own positions
@@ -199,8 +198,8 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 }
 
 // zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment;
-// min_match is zstdlit.Options' (5…8). With seed (zl_seed's candidates)
-// it is the seeded parse, whose large Offset_Values go to side.
+// min_match is zstdlit.Options' (6…8); seed is zl_seed's candidates,
+// side takes the Offset_Values too large to pack.
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side)

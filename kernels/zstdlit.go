@@ -51,8 +51,8 @@ func LitFrameBound(n int64, opt zstdlit.Options) int64 {
 // litScratch is the device memory the encoder plans in: a record and a
 // code table per block; every segment's packed sequences and summary
 // word; the packed literals and sequences sections, laid out as the
-// chunks are; an error word; and the frames' options. The seeded parse
-// adds a seed candidate a byte and a side slot per sequence slot.
+// chunks are; an error word; the frames' options; and for the parse, a
+// seed candidate a byte and a side slot per sequence slot.
 type litScratch struct {
 	blocks, tables, err     cu.DevicePtr
 	seqs, meta, lit         cu.DevicePtr
@@ -73,12 +73,8 @@ func (lit *litScratch) mark(s cu.Stream, i int) error {
 
 // litScratchBytes is the device memory allocLit takes for nChunks chunks
 // of up to chunkBytes.
-func litScratchBytes(chunkBytes, nChunks int64, opt zstdlit.Options) int64 {
-	n := nChunks * (litBlocks(chunkBytes)*(litBlockBytes+litTableBytes) + litSegs(chunkBytes)*(litSlotBytes+4) + chunkBytes)
-	if opt.Seeded {
-		n += nChunks * (4*chunkBytes + litSegs(chunkBytes)*litSlotBytes)
-	}
-	return n
+func litScratchBytes(chunkBytes, nChunks int64) int64 {
+	return nChunks * (litBlocks(chunkBytes)*(litBlockBytes+litTableBytes) + litSegs(chunkBytes)*(2*litSlotBytes+4) + 5*chunkBytes)
 }
 
 // allocLit takes scratch for up to nChunks chunks of up to chunkBytes. On
@@ -86,18 +82,14 @@ func litScratchBytes(chunkBytes, nChunks int64, opt zstdlit.Options) int64 {
 func allocLit(chunkBytes, nChunks int64, opt zstdlit.Options) (*litScratch, error) {
 	nBlocks, nSegs := litBlocks(chunkBytes)*nChunks, litSegs(chunkBytes)*nChunks
 	s := &litScratch{capBlocks: nBlocks, capSegs: nSegs, cap: chunkBytes * nChunks, opt: opt}
-	type buf struct {
+	for _, a := range []struct {
 		dst *cu.DevicePtr
 		n   int64
-	}
-	bufs := []buf{
+	}{
 		{&s.blocks, nBlocks * litBlockBytes}, {&s.tables, nBlocks * litTableBytes}, {&s.err, 8},
 		{&s.seqs, nSegs * litSlotBytes}, {&s.meta, nSegs * 4}, {&s.lit, s.cap},
-	}
-	if opt.Seeded {
-		bufs = append(bufs, buf{&s.seed, 4 * s.cap}, buf{&s.side, nSegs * litSlotBytes})
-	}
-	for _, a := range bufs {
+		{&s.seed, 4 * s.cap}, {&s.side, nSegs * litSlotBytes},
+	} {
 		var err error
 		if *a.dst, err = cu.MemAlloc(max(a.n, 8)); err != nil {
 			s.free()
@@ -140,11 +132,9 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
-	if lit.seed != 0 {
-		if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, litSeedShared, s,
-			args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
-			return fmt.Errorf("launch zstd match seeds: %w", err)
-		}
+	if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, litSeedShared, s,
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
+		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if err := d.fn.litParse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, 0, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),

@@ -16,8 +16,8 @@
 constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
 constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
 constexpr int kHashBits = 8;
-constexpr uint32_t kMinMatch = 5;                        // zstdlit.minMatchFloor: the parse's min_match is at least this
-constexpr uint32_t kSlotSeqs = (kSeg - 1) / kMinMatch; // 204: the most a segment holds
+constexpr uint32_t kMinMatch = 5;                        // at most zstdlit.minMatchFloor (6): sizes the slots
+constexpr uint32_t kSlotSeqs = (kSeg - 1) / kMinMatch; // 204: more than a segment holds
 constexpr uint16_t kNoPos = 0xFFFF;
 constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
 constexpr uint32_t kBatch = 8;    // positions a lane looks up at once
@@ -41,17 +41,15 @@ __device__ __forceinline__ uint32_t meta_nseq(uint32_t m) { return m & 0xFF; }
 __device__ __forceinline__ uint32_t meta_nlit(uint32_t m) { return (m >> 8) & 0x7FF; }
 __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 0x7FF; }
 
-__device__ __forceinline__ uint32_t hash4(uint32_t v) { return (v * 2654435761u) >> (32 - kHashBits); }
-
-// The seeded parse (zstdlit/seeded.go): 6-byte keys, the segment's own
-// table of kHashBits bits, and the block's seed of kSeedBits, built apart by
-// zl_seed into a candidate a byte (block-relative, kNoSeed for none).
+// The parse (zstdlit/match.go): 6-byte keys, the segment's own table of
+// kHashBits bits, and the block's seed of kSeedBits, built apart by zl_seed
+// into a candidate a byte (block-relative, kNoSeed for none).
 constexpr int kSeedBits = 14;
 constexpr uint32_t kSeedMin = 6, kSeedKey = 6;
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 constexpr uint32_t kSeedThreads = 256; // zl_seed's CTA: four positions of a segment each
 // A packed Offset_Value of kOvEscape means the value is in the segment's
-// side slot: the seeded parse's offsets reach across the block.
+// side slot: the parse's offsets reach across the block.
 constexpr uint32_t kOvEscape = 0x7FF;
 
 // seed_hash is zstdlit's seedHash of the key lo (bytes 0-3) and hi (4-5).
@@ -212,106 +210,6 @@ __device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseSha
 	}
 }
 
-// insert_range puts positions from..to-1 in the lane's table, in order,
-// a window at a time.
-__device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, uint32_t to)
-{
-	for (uint32_t j = from; j < to; j += kBatch) {
-		uint32_t x[kBatch];
-		V.window(j, x);
-#pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
-			if (j + k < to)
-				V.set(hash4(x[k]), j + k);
-	}
-}
-
-// parse_segment is zstdlit's parseSegment for the lane's segment of n
-// bytes in S. It writes the packed sequences to slot and returns the
-// segment's summary word. (A segment's first match starts after at least
-// one literal, so its literal length is 0 only where the reference's,
-// which counts the carry too, is.)
-//
-// The reference inserts every position it passes, inside matches too, so
-// when the parse stands at i the table holds exactly the positions before
-// i: a position's candidate does not depend on the parse. That lets the
-// lane look up kBatch positions' candidates at once and test them in order,
-// which turns kBatch dependent chains of shared-memory loads into one; one
-// lane per segment leaves little else to hide their latency behind.
-__device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot, uint32_t min_match)
-{
-	for (int h = 0; h < (1 << kHashBits) / 2; h++)
-		V.S.tab[h][V.lane] = 0xFFFFFFFFu;
-	uint32_t hist[3] = {0, 0, 0};
-	int known = 0;
-	uint32_t nseq = 0, nlit = 0, litStart = 0;
-	uint32_t i = 0;
-	while (i + 4 <= n) {
-		const uint32_t cnt = n - 3 - i < kBatch ? n - 3 - i : kBatch; // positions here with 4 bytes left
-		uint32_t x[kBatch], h[kBatch], c[kBatch];
-		V.window(i, x);
-#pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++) {
-			h[k] = hash4(x[k]);
-			c[k] = V.get(h[k]);
-		}
-		// The batch's own earlier positions are newer than the table's.
-#pragma unroll
-		for (uint32_t k = 1; k < kBatch; k++)
-#pragma unroll
-			for (uint32_t j = 0; j < k; j++)
-				c[k] = h[j] == h[k] ? i + j : c[k];
-		// All loads before the stores: the compiler cannot tell the table
-		// from the bytes, and would order each load after the last store.
-		uint32_t w[kBatch];
-#pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
-			w[k] = V.word(c[k] != kNoPos ? c[k] : 0);
-		uint32_t hit = 0;
-#pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
-			if (k < cnt && c[k] != kNoPos && w[k] == x[k])
-				hit |= 1u << k;
-		uint32_t at = 0, cand = 0, l = 0;
-		while (hit != 0) {
-			at = (uint32_t)(__ffs(hit) - 1);
-			hit &= hit - 1;
-			cand = c[0];
-#pragma unroll
-			for (uint32_t k = 1; k < kBatch; k++)
-				cand = at == k ? c[k] : cand;
-			l = V.match_len(cand + 4, i + at + 4, n) + 4;
-			if (l >= min_match)
-				break;
-			l = 0;
-		}
-		// Only the positions before the match's end go in now: a short
-		// match early in the batch ends before it does, and the parse
-		// looks the rest up again from there.
-		const uint32_t stop = l == 0 ? cnt : at + l < cnt ? at + l : cnt;
-#pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
-			if (k < stop)
-				V.set(h[k], i + k);
-		if (l == 0) {
-			i += cnt;
-			continue;
-		}
-		const uint32_t p = i + at;
-		const uint32_t ll = p - litStart;
-		const uint32_t ov = rep_code(hist, known, p - cand, ll == 0);
-		slot[nseq++] = pack_seq(ll, l, ov);
-		nlit += ll;
-		// Insert the rest of the match, as the reference does.
-		insert_range(V, i + cnt, p + l < n - 3 ? p + l : n - 3);
-		i = p + l;
-		litStart = i;
-	}
-	const uint32_t trail = n - litStart;
-	nlit += trail;
-	return nseq | nlit << 8 | trail << 19;
-}
-
 // seed_match_len is the length of the common prefix of blk[c..] (global
 // memory, an earlier segment's bytes) and the lane's segment from i,
 // capped at the segment's end n.
@@ -332,9 +230,9 @@ __device__ __forceinline__ uint32_t seed_match_len(const SegView &V, const uint8
 	return l;
 }
 
-// insert_range_seeded puts positions from..to-1 in the lane's table of
-// 6-byte hashes, in order, a window at a time.
-__device__ __forceinline__ void insert_range_seeded(const SegView &V, uint32_t from, uint32_t to)
+// insert_range puts positions from..to-1 in the lane's table of 6-byte
+// hashes, in order, a window at a time.
+__device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, uint32_t to)
 {
 	for (uint32_t j = from; j < to; j += kBatch) {
 		uint32_t x[kBatch], y[kBatch];
@@ -347,16 +245,23 @@ __device__ __forceinline__ void insert_range_seeded(const SegView &V, uint32_t f
 	}
 }
 
-// parse_segment_seeded is zstdlit's parseSegmentSeeded for the lane's
-// segment of n bytes in S, which starts a bytes into the block at blk:
-// the segment's own candidate first, then, when its match falls short,
-// the seed's (seed holds zl_seed's candidates for the segment's
-// positions, each already known to share its 6 bytes). Offset_Values of
-// kOvEscape and more go to side. (A segment's first sequence knows no
-// repeat offsets, so whether its literal length counts the carry does not
-// change its code.) Batched as parse_segment is, and for the same reason;
-// the batch's seeds are loaded together with its table entries.
-__device__ uint32_t parse_segment_seeded(const SegView &V, uint32_t n, uint32_t *__restrict__ slot,
+// parse_segment is zstdlit's parseSegment for the lane's segment of n
+// bytes in S, which starts a bytes into the block at blk: the segment's
+// own candidate first, then, when its match falls short, the seed's (seed
+// holds zl_seed's candidates for the segment's positions, each already
+// known to share its 6 bytes). It writes the packed sequences to slot,
+// Offset_Values of kOvEscape and more to side, and returns the segment's
+// summary word. (A segment's first sequence knows no repeat offsets, so
+// whether its literal length counts the carry does not change its code.)
+//
+// The reference inserts every position it passes, inside matches too, so
+// when the parse stands at i the table holds exactly the positions before
+// i: a position's candidate does not depend on the parse. That lets the
+// lane look up kBatch positions' candidates at once and test them in order,
+// which turns kBatch dependent chains of shared-memory loads into one; one
+// lane per segment leaves little else to hide their latency behind. The
+// batch's seeds are loaded from global memory together.
+__device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot,
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed)
 {
@@ -447,7 +352,7 @@ __device__ uint32_t parse_segment_seeded(const SegView &V, uint32_t n, uint32_t 
 		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
 		nlit += ll;
 		const uint32_t last = n - (kSeedKey - 1); // positions below it have 6 bytes
-		insert_range_seeded(V, i + cnt, p + l < last ? p + l : last);
+		insert_range(V, i + cnt, p + l < last ? p + l : last);
 		i = p + l;
 		litStart = i;
 	}
@@ -521,7 +426,7 @@ struct SeqTable {
 
 // A sequence takes at most 68 bits: states 9+8+9, extras 16 (literal
 // length, with the carry), 9 (match length ≤ 1 KiB) and 17 (offset, up to
-// the block's size in the seeded parse); a segment's 204 of them and a
+// the block's size); a segment's 204 of them and a
 // partial word fit the stage.
 constexpr uint32_t kSeqMaxBits = 68;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
@@ -713,7 +618,7 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 }
 
 // parse_quarter parses quarter h of block bi: one segment per lane.
-// With seed (the seeded parse), side takes the escaped Offset_Values.
+// seed is zl_seed's output; side takes the escaped Offset_Values.
 __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
                               uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
@@ -733,11 +638,8 @@ __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_by
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
-	if (seed != nullptr)
-		segMeta[g] = parse_segment_seeded(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs,
-		                                  min_match, blk, a, seed + chunk * chunk_bytes + off + a);
-	else
-		segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, min_match);
+	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match, blk, a,
+	                           seed + chunk * chunk_bytes + off + a);
 }
 
 // seq_block writes block bi's sequences section after where its literals

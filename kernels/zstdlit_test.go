@@ -66,66 +66,28 @@ func sameAsReference(t *testing.T, name string, chunks, frames [][]byte, opt zst
 
 func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
 	d := openDevice(t)
-	// The default minimum match, 8-bit data's, and the longest allowed.
-	for _, seeded := range []bool{false, true} {
-		for _, mm := range []int{0, zstdlit.MinMatchFor(1), 8} {
-			opt := zstdlit.Options{MinMatch: mm, Seeded: seeded}
-			for _, c := range corpus.Cases() {
-				t.Run(fmt.Sprintf("seeded_%v/min_match_%d/%s", seeded, opt.ShortestMatch(), c.Name), func(t *testing.T) {
-					chunks := [][]byte{c.Data}
-					sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
-				})
-			}
+	// The default minimum match (6), 7 and the longest allowed.
+	for _, mm := range []int{0, 7, 8} {
+		opt := zstdlit.Options{MinMatch: mm}
+		for _, c := range corpus.Cases() {
+			t.Run(fmt.Sprintf("min_match_%d/%s", opt.ShortestMatch(), c.Name), func(t *testing.T) {
+				chunks := [][]byte{c.Data}
+				sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
+			})
 		}
 	}
 }
 
-// The seeded parse's matches reach across the block, so its offsets take
-// the side slots and its sequences up to 68 bits: random batches, the
-// camera sets in Zarr chunks, and a frame over 8 MiB.
-func TestSeededLitKernelsWriteTheReferenceBytes(t *testing.T) {
+// The parse's matches reach across the block, so its offsets take the
+// side slots and its sequences up to 68 bits: the camera sets in Zarr
+// chunks, where most sequences reach back past their segment.
+func TestLitKernelsWriteTheReferenceBytesForCameraChunks(t *testing.T) {
 	d := openDevice(t)
-	r := rand.New(rand.NewPCG(2026, 25))
-	sizes := []int{0, 1, 5, 64, 1023, 1024, 1025, 2047, 4095, 128<<10 - 1, 128 << 10, 128<<10 + 1, 256<<10 + 3, 1 << 20}
-	for range 30 {
-		sizes = append(sizes, r.IntN(700<<10))
-	}
-	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{Seeded: true})
 	for _, cam := range synth.Cameras(512, 512) {
-		opt := zstdlit.Options{Seeded: true, MinMatch: zstdlit.MinMatchFor(cam.ElemSize())}
-		chunks := cameraZarrChunks(cam)
+		opt := zstdlit.Options{MinMatch: zstdlit.MinMatchFor(cam.ElemSize())}
+		chunks := cam.ZarrChunks()
 		sameAsReference(t, "camera "+cam.Name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
 	}
-	c := randomChunk(r, 8<<20+5)
-	ck := zstdlit.Options{Seeded: true, Checksum: true}
-	sameAsReference(t, "8 MiB + 5, seeded", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}, ck), ck)
-}
-
-// cameraZarrChunks cuts 16 frames of cam into 16×256×256 chunks, each one
-// contiguous run of its pixels, as a Zarr writer stores them.
-func cameraZarrChunks(cam *synth.Camera) [][]byte {
-	const depth, side = 16, 256
-	fb := cam.FrameBytes()
-	frames := make([]byte, depth*fb)
-	for t := range int64(depth) {
-		cam.Frame(frames[t*fb:(t+1)*fb], t)
-	}
-	e := cam.ElemSize()
-	row := cam.Width * e
-	var chunks [][]byte
-	for y0 := 0; y0+side <= cam.Height; y0 += side {
-		for x0 := 0; x0+side <= cam.Width; x0 += side {
-			ch := make([]byte, 0, depth*side*side*e)
-			for t := range int64(depth) {
-				for y := y0; y < y0+side; y++ {
-					off := t*fb + int64(y*row+x0*e)
-					ch = append(ch, frames[off:off+int64(side*e)]...)
-				}
-			}
-			chunks = append(chunks, ch)
-		}
-	}
-	return chunks
 }
 
 func TestLitKernelsAssignTheRFCsCanonicalCodes(t *testing.T) {
@@ -306,22 +268,12 @@ func BenchmarkLitKernels(b *testing.B) {
 			chunk int64
 			opt   zstdlit.Options
 		}{{256 << 10, zstdlit.Options{MinMatch: mm}}, {1 << 20, zstdlit.Options{MinMatch: mm}}, {2 << 20, zstdlit.Options{MinMatch: mm}},
-			{2 << 20, zstdlit.Options{MinMatch: mm, Checksum: true}}, {2 << 20, zstdlit.Options{MinMatch: mm, Seeded: true}}}
-		if mm != zstdlit.MinMatchFor(2) {
-			// Beside the 16-bit minimum, to compare the two.
-			runs = append(runs, struct {
-				chunk int64
-				opt   zstdlit.Options
-			}{2 << 20, zstdlit.Options{MinMatch: zstdlit.MinMatchFor(2)}})
-		}
+			{2 << 20, zstdlit.Options{MinMatch: mm, Checksum: true}}}
 		for _, run := range runs {
 			chunk := run.chunk
 			name := fmt.Sprintf("%s/chunk=%dKiB/min_match=%d", set.name, chunk>>10, run.opt.ShortestMatch())
 			if run.opt.Checksum {
 				name += "/checksum"
-			}
-			if run.opt.Seeded {
-				name += "/seeded"
 			}
 			b.Run(name, func(b *testing.B) {
 				lb, err := NewLitBatch(d, chunk, int(total/chunk), run.opt)

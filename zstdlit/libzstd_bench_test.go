@@ -15,33 +15,6 @@ import (
 	"github.com/zspool/zspool/internal/synth"
 )
 
-// cameraChunks cuts 16 frames of a camera into 16×256×256 chunks, as a
-// Zarr writer stores them: each chunk one contiguous run of its pixels.
-func cameraChunks(c *synth.Camera) [][]byte {
-	const depth, side = 16, 256
-	fb := c.FrameBytes()
-	frames := make([]byte, depth*fb)
-	for t := range depth {
-		c.Frame(frames[int64(t)*fb:int64(t+1)*fb], int64(t))
-	}
-	e := c.ElemSize()
-	row := c.Width * e
-	var chunks [][]byte
-	for y0 := 0; y0+side <= c.Height; y0 += side {
-		for x0 := 0; x0+side <= c.Width; x0 += side {
-			ch := make([]byte, 0, depth*side*side*e)
-			for t := range depth {
-				for y := y0; y < y0+side; y++ {
-					off := int64(t)*fb + int64(y*row+x0*e)
-					ch = append(ch, frames[off:off+int64(side*e)]...)
-				}
-			}
-			chunks = append(chunks, ch)
-		}
-	}
-	return chunks
-}
-
 // libzstdSize compresses every chunk as its own frame with the zstd CLI
 // (libzstd) at level, one invocation over one file per chunk, and sums the
 // frames' sizes.
@@ -85,7 +58,7 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 		b.Skip("needs the zstd CLI (Debian: zstd) as the libzstd reference")
 	}
 	for _, cam := range synth.Cameras(1024, 1024) {
-		chunks := cameraChunks(cam)
+		chunks := cam.ZarrChunks()
 		var in int64
 		for _, ch := range chunks {
 			in += int64(len(ch))
@@ -106,7 +79,7 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 					for _, ch := range chunks {
 						dst = kl.EncodeAll(ch, dst[:0])
 						kls += int64(len(dst))
-						dst = Encode(dst[:0], ch, Options{MinMatch: MinMatchFor(cam.ElemSize()), Seeded: true})
+						dst = Encode(dst[:0], ch, Options{MinMatch: MinMatchFor(cam.ElemSize())})
 						lit += int64(len(dst))
 						dst = EncodeWindow(dst[:0], ch, wopt)
 						win += int64(len(dst))
@@ -140,7 +113,7 @@ func klauspostAt(level int) (*zstd.Encoder, error) {
 //	go test -run '^$' -bench CameraEncoders -benchtime 4x ./zstdlit
 func BenchmarkCameraEncoders(b *testing.B) {
 	for _, cam := range synth.Cameras(1024, 1024) {
-		chunks := cameraChunks(cam)
+		chunks := cam.ZarrChunks()
 		var in int64
 		for _, ch := range chunks {
 			in += int64(len(ch))
@@ -159,7 +132,7 @@ func BenchmarkCameraEncoders(b *testing.B) {
 					return EncodeWindow(dst, src, WindowOptionsFor(level, cam.ElemSize()))
 				}},
 				{"segmented", func(dst, src []byte) []byte {
-					return Encode(dst, src, Options{MinMatch: MinMatchFor(cam.ElemSize()), Seeded: true})
+					return Encode(dst, src, Options{MinMatch: MinMatchFor(cam.ElemSize())})
 				}},
 			}
 			for _, e := range encoders {
@@ -191,7 +164,7 @@ func BenchmarkCameraEncoders(b *testing.B) {
 //	go test -run '^$' -bench CameraEncodersParallel -benchtime 4x ./zstdlit
 func BenchmarkCameraEncodersParallel(b *testing.B) {
 	cam := synth.CameraBright(2048, 2048) // 64 chunks: a few for each of 16 cores
-	chunks := cameraChunks(cam)
+	chunks := cam.ZarrChunks()
 	var in int64
 	for _, ch := range chunks {
 		in += int64(len(ch))

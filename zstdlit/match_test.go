@@ -1,8 +1,6 @@
 package zstdlit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -11,15 +9,15 @@ import (
 	"github.com/zspool/zspool/zstdlit/corpus"
 )
 
-func TestTheSeededParseRoundTripsEveryCorpusCaseAndCamera(t *testing.T) {
+func TestTheParseRoundTripsEveryCorpusCaseAndCamera(t *testing.T) {
 	for _, tc := range corpus.Cases() {
-		for _, mm := range []int{0, 6, 8} {
-			decodes(t, tc.Data, Options{Seeded: true, MinMatch: mm})
+		for _, mm := range []int{0, 7, 8} {
+			decodes(t, tc.Data, Options{MinMatch: mm})
 		}
 	}
 	for _, cam := range synth.Cameras(256, 256) {
-		for _, ch := range cameraChunks(cam) {
-			decodes(t, ch, Options{Seeded: true, MinMatch: MinMatchFor(cam.ElemSize())})
+		for _, ch := range cam.ZarrChunks() {
+			decodes(t, ch, Options{MinMatch: MinMatchFor(cam.ElemSize())})
 		}
 	}
 }
@@ -34,40 +32,18 @@ func noise(n int, seed uint64) []byte {
 	return b
 }
 
-func TestASeededMatchReachesBackToAnEarlierSegment(t *testing.T) {
+func TestAMatchReachesBackToAnEarlierSegment(t *testing.T) {
 	// Segments 0 and 2 hold the same noise, segment 1 other noise: only a
-	// match reaching two segments back finds segment 2's bytes.
+	// match reaching two segments back, through the seed, finds segment
+	// 2's bytes.
 	a := noise(SegmentSize, 1)
 	blk := append(append(append([]byte(nil), a...), noise(SegmentSize, 2)...), a...)
-	for _, tc := range []struct {
-		name   string
-		seeded bool
-		want   uint32 // the offset of the match covering segment 2; 0 for none
-	}{
-		{"the segmented parse finds nothing", false, 0},
-		{"the seeded parse finds segment 0", true, 2 * SegmentSize},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var p parser
-			p.minMatch, p.seeded = uint32(seedMinMatch), tc.seeded
-			p.parseBlock(blk)
-			var got uint32
-			covered := 0
-			for _, s := range p.seqs {
-				if s.offVal > 3 {
-					got = s.offVal - 3
-				}
-				covered += int(s.matchLen)
-			}
-			if got != tc.want {
-				t.Fatalf("offset %d, want %d (%d sequences)", got, tc.want, len(p.seqs))
-			}
-			if tc.seeded && covered != SegmentSize {
-				t.Fatalf("the matches cover %d bytes, want the whole segment's %d", covered, SegmentSize)
-			}
-			decodes(t, blk, Options{Seeded: tc.seeded})
-		})
+	var p parser
+	p.parseBlock(blk)
+	if len(p.seqs) != 1 || p.seqs[0].offVal != 2*SegmentSize+3 || p.seqs[0].matchLen != SegmentSize {
+		t.Fatalf("sequences %+v, want one match of segment 2 against segment 0, %d bytes back", p.seqs, 2*SegmentSize)
 	}
+	decodes(t, blk, Options{})
 }
 
 func TestTheSeedHoldsOnlyEarlierSegments(t *testing.T) {
@@ -77,7 +53,6 @@ func TestTheSeedHoldsOnlyEarlierSegments(t *testing.T) {
 	a := noise(SegmentSize, 3)
 	blk := append(append([]byte(nil), a...), a...)
 	var p parser
-	p.seeded = true
 	p.parseBlock(blk)
 	if len(p.seqs) != 1 || p.seqs[0].litLen != SegmentSize || p.seqs[0].offVal != SegmentSize+3 {
 		t.Fatalf("sequences %+v, want one match of segment 1 against segment 0 after %d literals", p.seqs, SegmentSize)
@@ -94,7 +69,6 @@ func TestTheSegmentsOwnMatchIsAskedBeforeTheSeeds(t *testing.T) {
 	copy(seg1[200:212], seg0[500:512])
 	blk := append(append([]byte(nil), seg0...), seg1...)
 	var p parser
-	p.seeded = true
 	p.parseBlock(blk)
 	var got [][2]uint32
 	for _, s := range p.seqs {
@@ -107,42 +81,5 @@ func TestTheSegmentsOwnMatchIsAskedBeforeTheSeeds(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("(offset, length) %v, want %v", got, want)
 	}
-	decodes(t, blk, Options{Seeded: true})
-}
-
-func TestSeededMatchesAreAtLeastTheMinimum(t *testing.T) {
-	for _, mm := range []int{0, 6, 8} {
-		var p parser
-		p.minMatch, p.seeded = uint32(Options{MinMatch: mm}.ShortestMatch()), true
-		want := uint32(max(mm, seedMinMatch))
-		seqs := 0
-		for _, tc := range corpus.Cases() {
-			for off := 0; off < len(tc.Data); off += MaxBlockSize {
-				blk := tc.Data[off:min(off+MaxBlockSize, len(tc.Data))]
-				p.parseBlock(blk)
-				for _, s := range p.seqs {
-					if s.matchLen < want {
-						t.Fatalf("MinMatch %d: %s holds a match of %d bytes", mm, tc.Name, s.matchLen)
-					}
-				}
-				seqs += len(p.seqs)
-			}
-		}
-		if seqs == 0 {
-			t.Fatalf("MinMatch %d: no sequences at all", mm)
-		}
-	}
-}
-
-// The seeded parse's bytes are the contract with the GPU kernels that will
-// run it, as TestTheOutputBytesAreFixed is the segmented parse's.
-func TestTheSeededOutputBytesAreFixed(t *testing.T) {
-	h := sha256.New()
-	for _, tc := range corpus.Cases() {
-		h.Write(Encode(nil, tc.Data, Options{Seeded: true}))
-		h.Write(Encode(nil, tc.Data, Options{Seeded: true, MinMatch: 8}))
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != "fd437135161bc305ea8d05a92a55272b13a751d42cd16dd3a53bed17f55e3c88" {
-		t.Fatalf("the corpus encodes to different bytes: sha256 %s", got)
-	}
+	decodes(t, blk, Options{})
 }

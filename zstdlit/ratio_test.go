@@ -30,7 +30,7 @@ func TestRatioSideBySideWithKlauspost(t *testing.T) {
 		var frame, kframe []byte
 		for off := 0; off < len(set.Data); off += chunk {
 			c := set.Data[off:min(off+chunk, len(set.Data))]
-			frame = Encode(frame[:0], c, Options{Seeded: true})
+			frame = Encode(frame[:0], c, Options{})
 			got, err := decoder.DecodeAll(frame, nil)
 			if err != nil || string(got) != string(c) {
 				t.Fatalf("%s: chunk at %d does not round-trip: %v", set.Name, off, err)

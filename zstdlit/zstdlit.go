@@ -11,10 +11,9 @@
 //
 // Rules (the GPU kernels must follow them bit for bit):
 //
-//   - Matches are found per 1 KiB segment of the block, each on its own
-//     (match.go says how), so the GPU parses every segment in its own
-//     thread. With Options.Seeded (what both engines run) a segment's
-//     matches also reach the block's earlier segments (seeded.go). The sequences section codes literal lengths, offsets and
+//   - Each 1 KiB segment of the block is parsed on its own, so the GPU
+//     parses every segment in its own thread, its matches reaching the
+//     block's earlier segments too (match.go says how). The sequences section codes literal lengths, offsets and
 //     match lengths with tables normalized from the block's own codes
 //     (FSE_Compressed_Mode, zstd's table-log rule), or RLE_Mode for a
 //     stream with a single code (seq.go). The matches are kept only when
@@ -70,31 +69,24 @@ const (
 type Options struct {
 	// Checksum appends the low 4 bytes of the XXH64 of the content.
 	Checksum bool
-	// MinMatch is the shortest match taken, 5…8; 0 means 5. MinMatchFor
-	// picks it by element size. The seeded parse takes at least 6.
+	// MinMatch is the shortest match taken, 6…8; 0 means 6. MinMatchFor
+	// picks it by element size.
 	MinMatch int
-	// Seeded parses with the block's earlier segments as well as the
-	// segment's own bytes (seeded.go): libzstd level 1's ratio on camera
-	// data, where the segments alone keep 92-97% of it.
-	Seeded bool
 }
 
-// ShortestMatch is the effective MinMatch, 5…8: the segments' sequence
-// slots (and the GPU's) are sized for matches of at least 5 bytes.
+// ShortestMatch is the effective MinMatch, 6…8: the parse's keys are 6
+// bytes, and the segments' sequence slots (and the GPU's) are sized for
+// matches of at least 5.
 func (o Options) ShortestMatch() int {
 	return min(max(o.MinMatch, minMatchFloor), minMatchCeil)
 }
 
-// MinMatchFor is the shortest match for elements of elemSize bytes (the
-// seeded parse takes at least 6 whatever it is). Measured on the camera
-// corpus with the unseeded parse (its ratio against libzstd level 1): 8-bit frames 99.1% with 5 and 100.7% with 6, since a
-// 5-byte match there is five noisy pixels that rarely pay for their
-// sequence; 16-bit frames lose with 6 (dim 91.6% → 86.8%, bright 97.2% →
-// 96.1%) and keep 5.
+// MinMatchFor is the shortest match for elements of elemSize bytes: 6 for
+// both, the parse's key. Measured on the camera sets against libzstd level
+// 1: 16-bit frames 99.4% (dim) to 100.4% (bright), 8-bit 100.7%. (The
+// parse before this one, with 4-byte keys, kept 5-byte matches on 16-bit
+// data, where 6 lost: dim 91.6% against 86.8%.)
 func MinMatchFor(elemSize int) int {
-	if elemSize == 1 {
-		return 6
-	}
 	return minMatchFloor
 }
 
@@ -108,7 +100,6 @@ func Encode(dst, src []byte, opt Options) []byte {
 	}
 	e := encoders.Get().(*encoder)
 	e.p.minMatch = uint32(opt.ShortestMatch())
-	e.p.seeded = opt.Seeded
 	for off := 0; off < len(src); off += MaxBlockSize {
 		end := min(off+MaxBlockSize, len(src))
 		dst = e.appendBlock(dst, src[off:end], end == len(src))
