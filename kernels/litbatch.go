@@ -25,8 +25,8 @@ type LitBatch struct {
 	opt                          zstdlit.Options
 	stream                       cu.Stream
 	start, end                   cu.Event
-	marks                        [3]cu.Event
-	stages                       [4]time.Duration
+	marks                        [4]cu.Event
+	stages                       [5]time.Duration
 }
 
 // NewLitBatch takes device memory for n chunks of chunkBytes, to be
@@ -56,7 +56,7 @@ func NewLitBatch(dev *Device, chunkBytes int64, n int, opt zstdlit.Options) (*Li
 		if b.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
 			return fmt.Errorf("create stream: %w", err)
 		}
-		for _, ev := range []*cu.Event{&b.start, &b.end, &b.marks[0], &b.marks[1], &b.marks[2]} {
+		for _, ev := range []*cu.Event{&b.start, &b.end, &b.marks[0], &b.marks[1], &b.marks[2], &b.marks[3]} {
 			if *ev, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
 				return fmt.Errorf("create event: %w", err)
 			}
@@ -70,9 +70,10 @@ func NewLitBatch(dev *Device, chunkBytes int64, n int, opt zstdlit.Options) (*Li
 	return b, nil
 }
 
-// Stages is the last Run's time in the match parse, the sequences, the
-// packing of literals, and the rest (plan, frame layout, scan, encode).
-func (b *LitBatch) Stages() [4]time.Duration { return b.stages }
+// Stages is the last Run's time in the match seeds, the match parse, the
+// sequences, the packing of literals, and the rest (plan, frame layout,
+// scan, encode).
+func (b *LitBatch) Stages() [5]time.Duration { return b.stages }
 
 // Load copies the batch's chunks (n × chunkBytes bytes) to the GPU.
 func (b *LitBatch) Load(src []byte) error {
@@ -124,7 +125,7 @@ func (b *LitBatch) Run() (time.Duration, error) {
 		if ms, err = b.start.Elapsed(b.end); err != nil {
 			return err
 		}
-		evs := []cu.Event{b.start, b.marks[0], b.marks[1], b.marks[2], b.end}
+		evs := []cu.Event{b.start, b.marks[0], b.marks[1], b.marks[2], b.marks[3], b.end}
 		for i := range b.stages {
 			st, err := evs[i].Elapsed(evs[i+1])
 			if err != nil {
@@ -198,7 +199,7 @@ func (b *LitBatch) Close() error {
 		if b.lit != nil {
 			b.lit.free()
 		}
-		for _, ev := range []*cu.Event{&b.start, &b.end, &b.marks[0], &b.marks[1], &b.marks[2]} {
+		for _, ev := range []*cu.Event{&b.start, &b.end, &b.marks[0], &b.marks[1], &b.marks[2], &b.marks[3]} {
 			if *ev != (cu.Event{}) {
 				errs = append(errs, cu.DestroyEvent(ev))
 			}

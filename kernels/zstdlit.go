@@ -28,7 +28,7 @@ const (
 	litMaxChunk = 1 << 31
 	// litSeedShared is zl_seed's table: 2^14 entries of 4 bytes.
 	litSeedShared  = 4 << 14
-	litSeedThreads = 256 // zl_seed's CTA (kSeedThreads)
+	litSeedThreads = 1024 // zl_seed's CTA (kSeedThreads)
 )
 
 // litSegs is the number of segment slots of a chunk of n bytes.
@@ -59,8 +59,8 @@ type litScratch struct {
 	seed, side              cu.DevicePtr
 	capBlocks, capSegs, cap int64
 	opt                     zstdlit.Options
-	// marks, when set (benchmarks), are recorded after the parse, the
-	// sequences and the packing of literals.
+	// marks, when set (benchmarks), are recorded after the seeds, the
+	// parse, the sequences and the packing of literals.
 	marks []cu.Event
 }
 
@@ -136,26 +136,29 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
+	if err := lit.mark(s, 0); err != nil {
+		return err
+	}
 	if err := d.fn.litParse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, 0, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),
 			lit.seed, lit.side)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)
 	}
-	if err := lit.mark(s, 0); err != nil {
+	if err := lit.mark(s, 1); err != nil {
 		return err
 	}
 	if err := d.fn.litSeq.Launch(grid, 1, 1, 32, 1, 1, 0, s,
 		args(cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.side, lit.meta, lit.lit, lit.blocks)); err != nil {
 		return fmt.Errorf("launch zstd sequences: %w", err)
 	}
-	if err := lit.mark(s, 1); err != nil {
+	if err := lit.mark(s, 2); err != nil {
 		return err
 	}
 	if err := d.fn.litCompact.Launch(grid, 1, 1, litSegThreads, 1, 1, 0, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, lit.seqs, lit.meta, lit.lit, lit.blocks)); err != nil {
 		return fmt.Errorf("launch zstd literal packing: %w", err)
 	}
-	if err := lit.mark(s, 2); err != nil {
+	if err := lit.mark(s, 3); err != nil {
 		return err
 	}
 	if err := d.fn.litPlan.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,

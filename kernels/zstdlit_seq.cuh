@@ -47,7 +47,7 @@ __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 
 constexpr int kSeedBits = 14;
 constexpr uint32_t kSeedMin = 6, kSeedKey = 6;
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
-constexpr uint32_t kSeedThreads = 256; // zl_seed's CTA: four positions of a segment each
+constexpr uint32_t kSeedThreads = 1024; // zl_seed's CTA: a position of a segment each
 // A packed Offset_Value of kOvEscape means the value is in the segment's
 // side slot: the parse's offsets reach across the block.
 constexpr uint32_t kOvEscape = 0x7FF;

@@ -288,7 +288,7 @@ func BenchmarkLitKernels(b *testing.B) {
 					b.Fatal(err)
 				}
 				var kernel time.Duration
-				var stages [4]time.Duration
+				var stages [5]time.Duration
 				b.SetBytes(total)
 				b.ResetTimer()
 				for range b.N {
@@ -312,7 +312,7 @@ func BenchmarkLitKernels(b *testing.B) {
 				}
 				b.ReportMetric(float64(total)*float64(b.N)/kernel.Seconds()/1e9, "kernelGB/s")
 				b.ReportMetric(float64(total)/float64(out), "ratio")
-				for i, name := range []string{"parse-ms", "seq-ms", "pack-ms", "rest-ms"} {
+				for i, name := range []string{"seed-ms", "parse-ms", "seq-ms", "pack-ms", "rest-ms"} {
 					b.ReportMetric(float64(stages[i].Microseconds())/1e3/float64(b.N), name)
 				}
 			})
