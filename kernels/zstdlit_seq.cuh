@@ -28,11 +28,14 @@ __device__ __forceinline__ uint32_t pack_seq(uint32_t ll, uint32_t ml, uint32_t 
 __device__ __forceinline__ uint32_t seq_ll(uint32_t q) { return q & 0x3FF; }
 __device__ __forceinline__ uint32_t seq_ml(uint32_t q) { return (q >> 10) & 0x7FF; }
 __device__ __forceinline__ uint32_t seq_ov(uint32_t q) { return q >> 21; }
+// A packed Offset_Value of kOvEscape means the value is in the segment's
+// side slot: the parse's offsets reach across the block.
+constexpr uint32_t kOvEscape = 0x7FF;
 // seq_ov_at is the Offset_Value of q, slot i, from side when escaped.
 __device__ __forceinline__ uint32_t seq_ov_at(uint32_t q, const uint32_t *side, uint64_t i)
 {
 	const uint32_t ov = seq_ov(q);
-	return ov == 0x7FF ? side[i] : ov;
+	return ov == kOvEscape ? side[i] : ov;
 }
 
 // segMeta: the segment's sequences (8 bits), literals (11), and literals
@@ -48,9 +51,6 @@ constexpr int kSeedBits = 14;
 constexpr uint32_t kSeedMin = 6, kSeedKey = 6;
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 constexpr uint32_t kSeedThreads = 1024; // zl_seed's CTA: a position of a segment each
-// A packed Offset_Value of kOvEscape means the value is in the segment's
-// side slot: the parse's offsets reach across the block.
-constexpr uint32_t kOvEscape = 0x7FF;
 
 // seed_hash is zstdlit's seedHash of the key lo (bytes 0-3) and hi (4-5).
 __device__ __forceinline__ uint32_t seed_hash(uint32_t lo, uint32_t hi, int bits)
@@ -285,11 +285,14 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 			h[k] = seed_hash(x[k], y[k], kHashBits);
 			c[k] = V.get(h[k]);
 		}
+		// The batch's own earlier positions are newer than the table's.
 #pragma unroll
 		for (uint32_t k = 1; k < kBatch; k++)
 #pragma unroll
 			for (uint32_t j = 0; j < k; j++)
 				c[k] = h[j] == h[k] ? i + j : c[k];
+		// All loads before the stores: the compiler cannot tell the table
+		// from the bytes, and would order each load after the last store.
 		uint32_t w[kBatch], v[kBatch];
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++) {
@@ -335,6 +338,9 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 				break;
 			l = 0;
 		}
+		// Only the positions before the match's end go in now: a short
+		// match early in the batch ends before it does, and the parse
+		// looks the rest up again from there.
 		const uint32_t stop = l == 0 ? cnt : at + l < cnt ? at + l : cnt;
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++)
@@ -351,6 +357,7 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 			side[nseq] = ov;
 		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
 		nlit += ll;
+		// Insert the rest of the match, as the reference does.
 		const uint32_t last = n - (kSeedKey - 1); // positions below it have 6 bytes
 		insert_range(V, i + cnt, p + l < last ? p + l : last);
 		i = p + l;
@@ -426,8 +433,8 @@ struct SeqTable {
 
 // A sequence takes at most 68 bits: states 9+8+9, extras 16 (literal
 // length, with the carry), 9 (match length ≤ 1 KiB) and 17 (offset, up to
-// the block's size); a segment's 204 of them and a
-// partial word fit the stage.
+// the block's size); a segment's kSlotSeqs of them and a partial word fit
+// the stage.
 constexpr uint32_t kSeqMaxBits = 68;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
 
