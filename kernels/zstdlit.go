@@ -18,8 +18,8 @@ import (
 const (
 	litBlockBytes = 208 // sizeof(zl::Block)
 	// litSlotBytes is a segment's room for packed sequences (kSlotSeqs).
-	litSlotBytes    = (zstdlit.SegmentSize - 1) / 5 * 4
-	litParseThreads = 32 // zl_parse's CTA: a quarter of a block's segments
+	litSlotBytes    = zstdlit.SegmentSize / 6 * 4 // 6: zstdlit's shortest match
+	litParseThreads = 32                          // zl_parse's CTA: a quarter of a block's segments
 	litSegThreads   = zstdlit.MaxBlockSize / zstdlit.SegmentSize
 	litTableBytes   = 256 * 4
 	litThreads      = 256

@@ -16,8 +16,8 @@
 constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
 constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
 constexpr int kHashBits = 8;
-constexpr uint32_t kMinMatch = 5;                        // at most zstdlit.minMatchFloor (6): sizes the slots
-constexpr uint32_t kSlotSeqs = (kSeg - 1) / kMinMatch; // 204: more than a segment holds
+constexpr uint32_t kMinMatch = 6;                  // zstdlit.minMatchFloor: the parse's min_match is at least this
+constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 170: the most a segment holds
 constexpr uint16_t kNoPos = 0xFFFF;
 constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
 constexpr uint32_t kBatch = 8;    // positions a lane looks up at once

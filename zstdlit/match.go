@@ -47,8 +47,8 @@ const (
 	// SegmentSize is the span parsed on its own (the GPU's unit per thread).
 	SegmentSize = 1024
 	// minMatchFloor is the shortest match ever taken (Options.MinMatch may
-	// ask for longer): the keys are 6 bytes; the segments' sequence slots
-	// (and the GPU's) assume at least 5.
+	// ask for longer): the keys are 6 bytes, and the GPU sizes a segment's
+	// sequence slots by it (SegmentSize / 6 sequences at most).
 	minMatchFloor = 6
 	minMatchCeil  = 8
 	noPos         = 0xFFFF

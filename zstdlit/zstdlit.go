@@ -75,8 +75,7 @@ type Options struct {
 }
 
 // ShortestMatch is the effective MinMatch, 6…8: the parse's keys are 6
-// bytes, and the segments' sequence slots (and the GPU's) are sized for
-// matches of at least 5.
+// bytes, and the GPU's sequence slots are sized for matches of at least 6.
 func (o Options) ShortestMatch() int {
 	return min(max(o.MinMatch, minMatchFloor), minMatchCeil)
 }
