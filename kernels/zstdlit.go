@@ -71,25 +71,45 @@ func (lit *litScratch) mark(s cu.Stream, i int) error {
 	return lit.marks[i].Record(s)
 }
 
+// litBuffer is one of the scratch's device buffers and its size.
+type litBuffer struct {
+	dst *cu.DevicePtr
+	n   int64
+}
+
+// buffers lists the scratch's device buffers, sized for its capacity:
+// allocLit takes them and litScratchBytes adds them up, so the engine's
+// memory check counts what is allocated.
+func (s *litScratch) buffers() []litBuffer {
+	return []litBuffer{
+		{&s.blocks, s.capBlocks * litBlockBytes}, {&s.tables, s.capBlocks * litTableBytes}, {&s.err, 8},
+		{&s.seqs, s.capSegs * litSlotBytes}, {&s.meta, s.capSegs * 4}, {&s.lit, s.cap},
+		{&s.seed, 4 * s.cap}, {&s.side, s.capSegs * litSlotBytes},
+	}
+}
+
+// newLitScratch is the scratch for up to nChunks chunks of up to
+// chunkBytes, nothing allocated yet.
+func newLitScratch(chunkBytes, nChunks int64, opt zstdlit.Options) *litScratch {
+	return &litScratch{capBlocks: litBlocks(chunkBytes) * nChunks, capSegs: litSegs(chunkBytes) * nChunks,
+		cap: chunkBytes * nChunks, opt: opt}
+}
+
 // litScratchBytes is the device memory allocLit takes for nChunks chunks
 // of up to chunkBytes.
 func litScratchBytes(chunkBytes, nChunks int64) int64 {
-	return nChunks * (litBlocks(chunkBytes)*(litBlockBytes+litTableBytes) + litSegs(chunkBytes)*(2*litSlotBytes+4) + 5*chunkBytes)
+	var n int64
+	for _, b := range newLitScratch(chunkBytes, nChunks, zstdlit.Options{}).buffers() {
+		n += b.n
+	}
+	return n
 }
 
 // allocLit takes scratch for up to nChunks chunks of up to chunkBytes. On
 // the device goroutine.
 func allocLit(chunkBytes, nChunks int64, opt zstdlit.Options) (*litScratch, error) {
-	nBlocks, nSegs := litBlocks(chunkBytes)*nChunks, litSegs(chunkBytes)*nChunks
-	s := &litScratch{capBlocks: nBlocks, capSegs: nSegs, cap: chunkBytes * nChunks, opt: opt}
-	for _, a := range []struct {
-		dst *cu.DevicePtr
-		n   int64
-	}{
-		{&s.blocks, nBlocks * litBlockBytes}, {&s.tables, nBlocks * litTableBytes}, {&s.err, 8},
-		{&s.seqs, nSegs * litSlotBytes}, {&s.meta, nSegs * 4}, {&s.lit, s.cap},
-		{&s.seed, 4 * s.cap}, {&s.side, nSegs * litSlotBytes},
-	} {
+	s := newLitScratch(chunkBytes, nChunks, opt)
+	for _, a := range s.buffers() {
 		var err error
 		if *a.dst, err = cu.MemAlloc(max(a.n, 8)); err != nil {
 			s.free()
@@ -104,10 +124,10 @@ func allocLit(chunkBytes, nChunks int64, opt zstdlit.Options) (*litScratch, erro
 }
 
 func (s *litScratch) free() {
-	for _, p := range []*cu.DevicePtr{&s.blocks, &s.tables, &s.err, &s.seqs, &s.meta, &s.lit, &s.seed, &s.side} {
-		if *p != 0 {
-			_ = cu.MemFree(*p)
-			*p = 0
+	for _, b := range s.buffers() {
+		if *b.dst != 0 {
+			_ = cu.MemFree(*b.dst)
+			*b.dst = 0
 		}
 	}
 }
