@@ -112,9 +112,15 @@ func CanonicalZstdEncoder(name string) string {
 
 // SegmentedOptions are the segmented encoder's options for this plan, the
 // one place both engines take them from: the CPU's zstdlit and the GPU's
-// kernels must write the same bytes.
+// kernels must write the same bytes. The manifest's level picks the
+// parse's rung; its 0, zstd's "default level", is 3, as it is for the
+// windowed encoder.
 func (p *Plan) SegmentedOptions() zstdlit.Options {
-	return zstdlit.Options{Checksum: p.Options.ZstdChecksum, MinMatch: zstdlit.MinMatchFor(p.Elem)}
+	level := p.Manifest.Compression.Level
+	if level == 0 {
+		level = 3
+	}
+	return zstdlit.Options{Checksum: p.Options.ZstdChecksum, Level: level}
 }
 
 // WindowOptions are the windowed encoder's options for this plan: the

@@ -225,3 +225,28 @@ func TestTheOldEncoderNameLitPlansTheSegmentedEncoder(t *testing.T) {
 		}
 	}
 }
+
+func TestTheManifestsLevelPicksTheSegmentedParsesRung(t *testing.T) {
+	for _, tc := range []struct {
+		compression string
+		level       int
+		strong      bool
+	}{
+		{``, 1, false},
+		{`,"compression":{"level":1}`, 1, false},
+		{`,"compression":{"level":-3}`, -3, false},
+		{`,"compression":{"level":0}`, 3, true}, // zstd's "default level"
+		{`,"compression":{"level":3}`, 3, true},
+		{`,"compression":{"level":19}`, 19, true},
+	} {
+		m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[{"name":"t","size":2},{"name":"x","size":8}]`+tc.compression+`}`)
+		p, err := NewPlan(m, "acq.raw", 2*8*2, Options{ZstdChecksum: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := p.SegmentedOptions()
+		if o.Level != tc.level || o.Strong() != tc.strong || !o.Checksum {
+			t.Errorf("compression %q: options %+v (strong %v), want level %d, strong %v, checksum", tc.compression, o, o.Strong(), tc.level, tc.strong)
+		}
+	}
+}

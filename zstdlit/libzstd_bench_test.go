@@ -47,10 +47,8 @@ func libzstdSize(b *testing.B, chunks [][]byte, level int) int64 {
 // and acquire-zarr store), klauspost and zstdlit on the same 2 MiB chunks,
 // the segmented encoder (zstdlit with the seeded parse, as both engines
 // run it; "lit" in the metrics) and the windowed one, and each one's share
-// of libzstd's ratio. The segmented encoder runs
-// with the engines' minimum match for the set's element size and has no
-// levels: its figure is the same at every level. The windowed encoder
-// runs its ladder's rung for the level.
+// of libzstd's ratio. The segmented and windowed encoders run their
+// ladders' rungs for the level.
 //
 //	go test -run '^$' -bench CameraRatio -benchtime 1x ./zstdlit
 func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
@@ -79,7 +77,7 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 					for _, ch := range chunks {
 						dst = kl.EncodeAll(ch, dst[:0])
 						kls += int64(len(dst))
-						dst = Encode(dst[:0], ch, Options{MinMatch: MinMatchFor(cam.ElemSize())})
+						dst = Encode(dst[:0], ch, Options{Level: level})
 						lit += int64(len(dst))
 						dst = EncodeWindow(dst[:0], ch, wopt)
 						win += int64(len(dst))
@@ -132,7 +130,7 @@ func BenchmarkCameraEncoders(b *testing.B) {
 					return EncodeWindow(dst, src, WindowOptionsFor(level, cam.ElemSize()))
 				}},
 				{"segmented", func(dst, src []byte) []byte {
-					return Encode(dst, src, Options{MinMatch: MinMatchFor(cam.ElemSize())})
+					return Encode(dst, src, Options{Level: level})
 				}},
 			}
 			for _, e := range encoders {

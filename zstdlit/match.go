@@ -17,9 +17,13 @@ import "encoding/binary"
 //
 // Rules (the GPU must follow them bit for bit):
 //
-//   - A position i of a segment of n bytes is eligible when i+6 ≤ n. Its
-//     key is its 6 bytes, hashed (seedHash) to seedLocalBits bits for the
-//     segment's own table and to seedBlockBits bits for the block's.
+//   - The level picks a rung (Options.rung): below level 3, keys of 6 bytes
+//     and a seed of 2^14 entries; from level 3, keys of 5 bytes and a seed
+//     of 2^15. Both tables fit the GPU's shared memory (64 and 128 KiB).
+//   - A position i of a segment of n bytes is eligible when i+k ≤ n, k
+//     the key length. Its key is its k bytes, hashed (seedHash) to
+//     seedLocalBits bits for the segment's own table and to the rung's
+//     seed bits for the block's.
 //   - The segment's own table holds, by hash, the latest eligible
 //     position before i in the segment (every one is inserted, inside
 //     matches too).
@@ -31,38 +35,66 @@ import "encoding/binary"
 //     order) and hand each position its seed candidate.
 //   - At i, the segment's candidate is tried first; when its match is
 //     shorter than the minimum, the seed's is. A match is taken when it is
-//     at least the minimum (6, or Options.MinMatch when larger) and runs
-//     to the segment's end at most; a seed match may start in any earlier
-//     segment of the block, so offsets reach up to the block's size.
+//     at least the minimum (the key length, or Options.MinMatch when
+//     larger) and runs to the segment's end at most; a seed match may
+//     start in any earlier segment of the block, so offsets reach up to
+//     the block's size.
 //   - Offsets are coded with repeat codes only against the offsets of the
 //     segment's own earlier sequences, whatever came before it; the
 //     decoder's history agrees with those entries, so the codes are right.
 //   - A segment's literals after its last match carry over to the next
 //     sequence of the block.
 //
-// Measured against libzstd level 1 on the camera sets (2 MiB chunks,
-// BenchmarkCameraRatioAgainstLibzstd): dim 99.4%, bright 100.4%, flat
-// 100.3%, 8-bit 100.7%.
+// Measured against libzstd on the camera sets (2 MiB chunks,
+// BenchmarkCameraRatioAgainstLibzstd), level 1 against its level 1: dim
+// 99.4%, bright 100.4%, flat 100.3%, 8-bit 100.7%. Level 3 against its
+// level 3: dim 95.6%, bright 98.4%, flat 96.7%, 8-bit 99.6% (the fast rung
+// there: 95.4, 93.4, 89.8, 97.2). The 5-byte keys find the pixel pairs
+// that flat fields and bright cells repeat; the larger seed keeps more
+// of them. What the rest of libzstd level 3's lead takes is a table over
+// the whole chunk, not the block: in Go, a 2^16-entry one carried across
+// the chunk's blocks keeps dim 97.8%, bright 100.6%, flat 98.4%, which the
+// GPU could only keep in global memory.
 const (
 	// SegmentSize is the span parsed on its own (the GPU's unit per thread).
 	SegmentSize = 1024
-	// minMatchFloor is the shortest match ever taken (Options.MinMatch may
-	// ask for longer): the keys are 6 bytes, and the GPU sizes a segment's
-	// sequence slots by it (SegmentSize / 6 sequences at most).
-	minMatchFloor = 6
+	// minMatchFloor is the shortest match ever taken, the strong rung's
+	// key length: the GPU sizes a segment's sequence slots by it
+	// (SegmentSize / 5 sequences at most).
+	minMatchFloor = strongKeyBytes
 	minMatchCeil  = 8
 	noPos         = 0xFFFF
 
 	seedLocalBits = 8
-	seedBlockBits = 14
-	seedKeyBytes  = 6
 	noSeed        = -1
-	prime6        = 0xCF1BBCDCB7A56463 // any odd 64-bit constant with mixed bits
+
+	// The ladder's rungs: keys of 6 bytes and a 2^14-entry seed (64 KiB
+	// of the GPU's shared memory) below level 3; 5-byte keys and a
+	// 2^15-entry seed (128 KiB) from level 3.
+	fastKeyBytes   = 6
+	fastSeedBits   = 14
+	strongKeyBytes = 5
+	strongSeedBits = 15
+
+	prime6 = 0xCF1BBCDCB7A56463 // any odd 64-bit constant with mixed bits
 )
+
+// MaxSegmentSeqs is the most sequences a segment's parse writes, at the
+// shortest match of any rung: the GPU's slots per segment.
+const MaxSegmentSeqs = SegmentSize / minMatchFloor
 
 // seedKey is the 6 bytes at i, little-endian; i+6 ≤ len(b).
 func seedKey(b []byte, i int) uint64 {
 	return uint64(binary.LittleEndian.Uint32(b[i:])) | uint64(binary.LittleEndian.Uint16(b[i+4:]))<<32
+}
+
+// key is the parser's key at i: the first keyBytes bytes there, i+keyBytes
+// ≤ len(b). (A 5-byte key reads a sixth byte only when there is one.)
+func (p *parser) key(b []byte, i int) uint64 {
+	if p.keyBytes == fastKeyBytes {
+		return seedKey(b, i)
+	}
+	return uint64(binary.LittleEndian.Uint32(b[i:])) | uint64(b[i+4])<<32
 }
 
 // seedHash is key's top bits of a multiplicative hash. The key is shifted
@@ -71,18 +103,29 @@ func seedHash(key uint64, bits uint) uint32 { return uint32(((key << 16) * prime
 
 // parser holds reusable scratch space for parseBlock.
 type parser struct {
-	minMatch uint32 // Options.ShortestMatch; 0 (a zero parser) is the floor
+	minMatch uint32 // Options.ShortestMatch
+	keyBytes int    // Options.KeyBytes
+	seedBits uint   // Options.SeedBits
 	table    [1 << seedLocalBits]uint16
 	seed     []int32 // the block's table
 	lits     []byte
 	seqs     []sequence
 }
 
+// setRung takes opt's level and shortest match.
+func (p *parser) setRung(opt Options) {
+	k, b := opt.rung()
+	p.keyBytes, p.seedBits, p.minMatch = k, b, uint32(opt.ShortestMatch())
+}
+
 // parseBlock fills p.lits and p.seqs for blk.
 func (p *parser) parseBlock(blk []byte) {
 	p.lits, p.seqs = p.lits[:0], p.seqs[:0]
-	if p.seed == nil {
-		p.seed = make([]int32, 1<<seedBlockBits)
+	if p.keyBytes == 0 {
+		p.setRung(Options{MinMatch: int(p.minMatch)})
+	}
+	if len(p.seed) != 1<<p.seedBits {
+		p.seed = make([]int32, 1<<p.seedBits)
 	}
 	for i := range p.seed {
 		p.seed[i] = noSeed
@@ -91,8 +134,8 @@ func (p *parser) parseBlock(blk []byte) {
 	for a := 0; a < len(blk); a += SegmentSize {
 		b := min(a+SegmentSize, len(blk))
 		carry = p.parseSegment(blk, a, b, carry)
-		for i := a; i+seedKeyBytes <= b; i++ {
-			p.seed[seedHash(seedKey(blk, i), seedBlockBits)] = int32(i)
+		for i := a; i+p.keyBytes <= b; i++ {
+			p.seed[seedHash(p.key(blk, i), p.seedBits)] = int32(i)
 		}
 	}
 }
@@ -105,12 +148,12 @@ func (p *parser) parseSegment(blk []byte, a, b int, carry uint32) uint32 {
 	for i := range table {
 		table[i] = noPos
 	}
-	mm := max(p.minMatch, minMatchFloor)
+	mm, kb := p.minMatch, p.keyBytes
 	var hist [3]uint32
 	known := 0
 	litStart := a
-	for i := a; i+seedKeyBytes <= b; {
-		key := seedKey(blk, i)
+	for i := a; i+kb <= b; {
+		key := p.key(blk, i)
 		h := seedHash(key, seedLocalBits)
 		c, l := int(table[h]), 0
 		table[h] = uint16(i - a)
@@ -119,7 +162,7 @@ func (p *parser) parseSegment(blk []byte, a, b int, carry uint32) uint32 {
 			l = matchLen(blk, c, i, b)
 		}
 		if uint32(l) < mm {
-			if s := int(p.seed[seedHash(key, seedBlockBits)]); s != noSeed {
+			if s := int(p.seed[seedHash(key, p.seedBits)]); s != noSeed {
 				if ls := matchLen(blk, s, i, b); uint32(ls) >= mm {
 					c, l = s, ls
 				}
@@ -134,8 +177,8 @@ func (p *parser) parseSegment(blk []byte, a, b int, carry uint32) uint32 {
 		p.lits = append(p.lits, blk[litStart:i]...)
 		ov := repCode(&hist, &known, uint32(i-c), ll == 0)
 		p.seqs = append(p.seqs, sequence{litLen: ll, matchLen: uint32(l), offVal: ov})
-		for j := i + 1; j < i+l && j+seedKeyBytes <= b; j++ {
-			table[seedHash(seedKey(blk, j), seedLocalBits)] = uint16(j - a)
+		for j := i + 1; j < i+l && j+kb <= b; j++ {
+			table[seedHash(p.key(blk, j), seedLocalBits)] = uint16(j - a)
 		}
 		i += l
 		litStart = i

@@ -17,7 +17,8 @@ func TestTheParseRoundTripsEveryCorpusCaseAndCamera(t *testing.T) {
 	}
 	for _, cam := range synth.Cameras(256, 256) {
 		for _, ch := range cam.ZarrChunks() {
-			decodes(t, ch, Options{MinMatch: MinMatchFor(cam.ElemSize())})
+			decodes(t, ch, Options{})
+			decodes(t, ch, Options{Level: 3})
 		}
 	}
 }
@@ -82,4 +83,38 @@ func TestTheSegmentsOwnMatchIsAskedBeforeTheSeeds(t *testing.T) {
 		t.Fatalf("(offset, length) %v, want %v", got, want)
 	}
 	decodes(t, blk, Options{})
+}
+
+func TestLevel3StoresFewerBytesThanLevel1OnEveryCameraSet(t *testing.T) {
+	for _, cam := range synth.Cameras(512, 512) {
+		var l1, l3 int
+		for _, ch := range cam.ZarrChunks() {
+			l1 += len(Encode(nil, ch, Options{Level: 1}))
+			l3 += len(Encode(nil, ch, Options{Level: 3}))
+		}
+		if l3 >= l1 {
+			t.Errorf("%s: level 3 stores %d bytes, level 1 %d", cam.Name, l3, l1)
+		}
+	}
+}
+
+func TestTheStrongRungFindsFiveByteMatchesTheFastOneLeaves(t *testing.T) {
+	// Noise with one 5-byte run repeated from a segment before: only the
+	// strong rung's 5-byte keys take it.
+	blk := noise(2*SegmentSize, 3)
+	copy(blk[SegmentSize+100:], blk[40:45])
+	for _, tc := range []struct {
+		opt  Options
+		want int
+	}{{Options{Level: 1}, 0}, {Options{Level: 3}, 1}} {
+		var p parser
+		p.setRung(tc.opt)
+		p.parseBlock(blk)
+		if len(p.seqs) != tc.want {
+			t.Fatalf("level %d: %d sequences, want %d", tc.opt.Level, len(p.seqs), tc.want)
+		}
+		if tc.want == 1 && (p.seqs[0].matchLen != 5 || p.seqs[0].offVal != SegmentSize+60+3) {
+			t.Fatalf("level 3: sequence %+v, want a 5-byte match at offset %d", p.seqs[0], SegmentSize+60)
+		}
+	}
 }

@@ -69,24 +69,44 @@ const (
 type Options struct {
 	// Checksum appends the low 4 bytes of the XXH64 of the content.
 	Checksum bool
-	// MinMatch is the shortest match taken, 6…8; 0 means 6. MinMatchFor
-	// picks it by element size.
+	// Level is the compression level in zstd's numbering: below 3 the
+	// parse's fast rung, 3 and up its strong one (match.go). 0 is taken
+	// as 1 here, so that the zero Options are the fast rung; a caller
+	// holding zstd's "default level" 0 maps it to 3 first.
+	Level int
+	// MinMatch is the shortest match taken, from the rung's key length
+	// (6 fast, 5 strong) to 8; 0 means the key length.
 	MinMatch int
 }
 
-// ShortestMatch is the effective MinMatch, 6…8: the parse's keys are 6
-// bytes, and the GPU's sequence slots are sized for matches of at least 6.
-func (o Options) ShortestMatch() int {
-	return min(max(o.MinMatch, minMatchFloor), minMatchCeil)
+// Strong reports whether o takes the parse's strong rung.
+func (o Options) Strong() bool { return o.Level >= 3 }
+
+// rung is the parse's key length and seed table size for o's level.
+func (o Options) rung() (keyBytes int, seedBits uint) {
+	if o.Strong() {
+		return strongKeyBytes, strongSeedBits
+	}
+	return fastKeyBytes, fastSeedBits
 }
 
-// MinMatchFor is the shortest match for elements of elemSize bytes: 6 for
-// both, the parse's key. Measured on the camera sets against libzstd level
-// 1: 16-bit frames 99.4% (dim) to 100.4% (bright), 8-bit 100.7%. (The
-// parse before this one, with 4-byte keys, kept 5-byte matches on 16-bit
-// data, where 6 lost: dim 91.6% against 86.8%.)
-func MinMatchFor(elemSize int) int {
-	return minMatchFloor
+// KeyBytes is the length of the parse's keys for o's level: the shortest
+// match it can take.
+func (o Options) KeyBytes() int {
+	k, _ := o.rung()
+	return k
+}
+
+// SeedBits is log2 of the entries of the parse's seed table for o's level.
+func (o Options) SeedBits() int {
+	_, b := o.rung()
+	return int(b)
+}
+
+// ShortestMatch is the effective MinMatch: at least the rung's key
+// length, at most 8.
+func (o Options) ShortestMatch() int {
+	return min(max(o.MinMatch, o.KeyBytes()), minMatchCeil)
 }
 
 // Encode appends one zstd frame holding src to dst and returns the result.
@@ -98,7 +118,7 @@ func Encode(dst, src []byte, opt Options) []byte {
 		dst = appendBlockHeader(dst, true, blockRaw, 0)
 	}
 	e := encoders.Get().(*encoder)
-	e.p.minMatch = uint32(opt.ShortestMatch())
+	e.p.setRung(opt)
 	for off := 0; off < len(src); off += MaxBlockSize {
 		end := min(off+MaxBlockSize, len(src))
 		dst = e.appendBlock(dst, src[off:end], end == len(src))

@@ -40,6 +40,7 @@ func TestEveryFrameDecodesWithKlauspost(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			decodes(t, tc.Data, Options{})
 			decodes(t, tc.Data, Options{Checksum: true})
+			decodes(t, tc.Data, Options{Level: 3})
 		})
 	}
 }
@@ -198,7 +199,7 @@ func FuzzEncodeDecodes(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		decodes(t, src, Options{})
-		decodes(t, src, Options{})
+		decodes(t, src, Options{Level: 3})
 	})
 }
 
@@ -248,41 +249,55 @@ func TestTheOutputBytesAreFixed(t *testing.T) {
 	if got := decodes(t, src, Options{}); !bytes.Equal(got, want) {
 		t.Fatalf("frame\n% X\nwant\n% X", got, want)
 	}
-	h := sha256.New()
-	for _, tc := range corpus.Cases() {
-		h.Write(Encode(nil, tc.Data, Options{}))
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != "5f3f5f2889091c2594e376a309d35e08c77c650e99abbf9534c5e7fe127c5579" {
-		t.Fatalf("the corpus encodes to different bytes: sha256 %s", got)
+	// The corpus at each rung of the ladder: level 1 (the zero Options)
+	// and level 3, whose frames were checked with `zstd -d` too.
+	for _, tc := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{}, "5f3f5f2889091c2594e376a309d35e08c77c650e99abbf9534c5e7fe127c5579"},
+		{Options{Level: 3}, "5fabcd1bf989bcbefccf990b8543e1afdbb1f696c180dd07c3f1b87218fd417e"},
+	} {
+		h := sha256.New()
+		for _, c := range corpus.Cases() {
+			h.Write(Encode(nil, c.Data, tc.opt))
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != tc.want {
+			t.Errorf("level %d: the corpus encodes to different bytes: sha256 %s", tc.opt.Level, got)
+		}
 	}
 }
 
 func TestTheMinimumMatchIsHeldAndStaysWithinTheSlotsBounds(t *testing.T) {
 	for _, tc := range []struct {
-		asked, want int
-	}{{0, 6}, {3, 6}, {5, 6}, {6, 6}, {7, 7}, {8, 8}, {40, 8}} {
-		if got := (Options{MinMatch: tc.asked}).ShortestMatch(); got != tc.want {
-			t.Errorf("MinMatch %d: shortest match %d, want %d", tc.asked, got, tc.want)
+		level, asked, want int
+	}{
+		{1, 0, 6}, {1, 3, 6}, {1, 5, 6}, {1, 6, 6}, {1, 7, 7}, {1, 8, 8}, {1, 40, 8},
+		{3, 0, 5}, {3, 4, 5}, {3, 5, 5}, {3, 6, 6}, {3, 40, 8},
+	} {
+		if got := (Options{Level: tc.level, MinMatch: tc.asked}).ShortestMatch(); got != tc.want {
+			t.Errorf("level %d, MinMatch %d: shortest match %d, want %d", tc.level, tc.asked, got, tc.want)
 		}
 	}
-	for _, mm := range []int{6, 7, 8} {
+	for _, opt := range []Options{{MinMatch: 6}, {MinMatch: 7}, {MinMatch: 8}, {Level: 3}, {Level: 3, MinMatch: 7}} {
+		mm := opt.ShortestMatch()
 		var e encoder
-		e.p.minMatch = uint32(mm)
+		e.p.setRung(opt)
 		seqs := 0
 		for _, tc := range corpus.Cases() {
 			for off := 0; off < len(tc.Data); off += MaxBlockSize {
 				e.p.parseBlock(tc.Data[off:min(off+MaxBlockSize, len(tc.Data))])
 				for _, s := range e.p.seqs {
 					if s.matchLen < uint32(mm) {
-						t.Fatalf("min match %d: %s holds a match of %d bytes", mm, tc.Name, s.matchLen)
+						t.Fatalf("level %d, min match %d: %s holds a match of %d bytes", opt.Level, mm, tc.Name, s.matchLen)
 					}
 				}
 				seqs += len(e.p.seqs)
 			}
-			decodes(t, tc.Data, Options{MinMatch: mm})
+			decodes(t, tc.Data, opt)
 		}
 		if seqs == 0 {
-			t.Fatalf("min match %d: the corpus parsed to no sequences at all", mm)
+			t.Fatalf("level %d, min match %d: the corpus parsed to no sequences at all", opt.Level, mm)
 		}
 	}
 }
