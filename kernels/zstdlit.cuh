@@ -131,28 +131,30 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 } // namespace zl
 
 // zl_seed: one CTA per block: walks the block's
-// segments in order with the block's table of latest positions (kSeedBits
-// of 6-byte hashes, in dynamic shared memory), and gives every position
-// of a segment the table's entry from before the segment's own positions
-// went in: seed[p], block-relative, or kNoSeed. An entry whose 6 bytes
-// differ from the position's is written as kNoSeed: the parse would turn
-// it down, and finds it out here without a load of its own. Blocks the
-// parse skips are skipped.
+// segments in order with the block's table of latest positions (2^bits
+// entries of key-byte hashes, in dynamic shared memory; key and bits are
+// the level's rung), and gives every position of a segment the table's
+// entry from before the segment's own positions went in: seed[p],
+// block-relative, or kNoSeed. An entry whose key bytes differ from the
+// position's is written as kNoSeed: the parse would turn it down, and
+// finds it out here without a load of its own. Blocks the parse skips are
+// skipped.
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-            uint32_t *seed)
+            uint32_t *seed, uint32_t key, uint32_t bits)
 {
-	extern __shared__ uint32_t tab[]; // 1 << kSeedBits entries: position + 1, 0 for none
+	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1, 0 for none
 	__shared__ uint32_t seg[zl::kSegWords + 2]; // the segment's bytes and the next 8
 	constexpr uint32_t kPer = zl::kSeg / zl::kSeedThreads;
 	const unsigned t = threadIdx.x;
+	const uint32_t hm = zl::key_hi(key);
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
 		uint64_t chunk, off;
 		uint32_t n;
 		zl::block_geometry(chunk_bytes, (uint32_t)bpc, bi, chunk, off, n);
 		if ((nonfill != nullptr && nonfill[chunk] == 0) || n < zl::kMinHuff)
 			continue;
-		for (uint32_t h = t; h < (1u << zl::kSeedBits); h += zl::kSeedThreads)
+		for (uint32_t h = t; h < (1u << bits); h += zl::kSeedThreads)
 			tab[h] = 0;
 		const uint8_t *blk = src + chunk * chunk_bytes + off;
 		uint32_t *out = seed + chunk * chunk_bytes + off;
@@ -175,13 +177,13 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 				const uint32_t i = t + k * zl::kSeedThreads;
 				const uint32_t r = (i & 3) * 8;
 				const uint32_t w0 = seg[i >> 2], w1 = seg[(i >> 2) + 1], w2 = seg[(i >> 2) + 2];
-				const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & 0xFFFF;
-				h[k] = zl::seed_hash(lo, hi, zl::kSeedBits);
-				if (i + zl::kSeedKey > len)
+				const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & hm;
+				h[k] = zl::seed_hash(lo, hi, (int)bits);
+				if (i + key > len)
 					continue;
 				uint32_t c = tab[h[k]] - 1;
 				if (c != zl::kNoSeed &&
-				    (zl::gword(blk + c) != lo || (zl::gword(blk + c + 4) & 0xFFFF) != hi))
+				    (zl::gword(blk + c) != lo || (zl::gword(blk + c + 4) & hm) != hi))
 					c = zl::kNoSeed;
 				out[a + i] = c;
 			}
@@ -189,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 #pragma unroll
 			for (uint32_t k = 0; k < kPer; k++) {
 				const uint32_t i = t + k * zl::kSeedThreads;
-				if (i + zl::kSeedKey <= len)
+				if (i + key <= len)
 					atomicMax(&tab[h[k]], a + i + 1);
 			}
 			__syncthreads();
@@ -198,16 +200,18 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 }
 
 // zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment;
-// min_match is zstdlit.Options' (6…8); seed is zl_seed's candidates,
-// side takes the Offset_Values too large to pack.
+// min_match is zstdlit.Options' ShortestMatch, key its KeyBytes (6, or 5
+// from level 3); seed is zl_seed's candidates, side takes the
+// Offset_Values too large to pack.
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-             uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side)
+             uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
+             uint32_t key)
 {
 	__shared__ zl::ParseShared S;
 	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
 		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3),
-		                  min_match, seed, side, S);
+		                  min_match, key, seed, side, S);
 		__syncwarp();
 	}
 }

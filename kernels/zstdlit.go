@@ -18,16 +18,17 @@ import (
 const (
 	litBlockBytes = 208 // sizeof(zl::Block)
 	// litSlotBytes is a segment's room for packed sequences (kSlotSeqs).
-	litSlotBytes    = zstdlit.SegmentSize / 6 * 4 // 6: zstdlit's shortest match
-	litParseThreads = 32                          // zl_parse's CTA: a quarter of a block's segments
+	litSlotBytes    = zstdlit.MaxSegmentSeqs * 4
+	litParseThreads = 32 // zl_parse's CTA: a quarter of a block's segments
 	litSegThreads   = zstdlit.MaxBlockSize / zstdlit.SegmentSize
 	litTableBytes   = 256 * 4
 	litThreads      = 256
 	// litMaxChunk bounds a chunk the encoder takes: block offsets within
 	// a frame are 32-bit.
 	litMaxChunk = 1 << 31
-	// litSeedShared is zl_seed's table: 2^14 entries of 4 bytes.
-	litSeedShared  = 4 << 14
+	// litSeedShared is zl_seed's largest table, the strong rung's: 2^15
+	// entries of 4 bytes (kMaxSeedBits). A launch asks for its rung's.
+	litSeedShared  = 4 << 15
 	litSeedThreads = 1024 // zl_seed's CTA (kSeedThreads)
 )
 
@@ -152,8 +153,9 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
-	if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, litSeedShared, s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
+	key, seedBits := cu.DevicePtr(lit.opt.KeyBytes()), lit.opt.SeedBits()
+	if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, 4<<seedBits, s,
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(seedBits))); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if err := lit.mark(s, 0); err != nil {
@@ -161,7 +163,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	if err := d.fn.litParse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, 0, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),
-			lit.seed, lit.side)); err != nil {
+			lit.seed, lit.side, key)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)
 	}
 	if err := lit.mark(s, 1); err != nil {

@@ -16,8 +16,8 @@
 constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
 constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
 constexpr int kHashBits = 8;
-constexpr uint32_t kMinMatch = 6;                  // zstdlit.minMatchFloor: the parse's min_match is at least this
-constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 170: the most a segment holds
+constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the shortest match of any rung
+constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 204: the most a segment holds (zstdlit.MaxSegmentSeqs)
 constexpr uint16_t kNoPos = 0xFFFF;
 constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
 constexpr uint32_t kBatch = 8;    // positions a lane looks up at once
@@ -47,15 +47,21 @@ __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 
 // The parse (zstdlit/match.go): 6-byte keys, the segment's own table of
 // kHashBits bits, and the block's seed of kSeedBits, built apart by zl_seed
 // into a candidate a byte (block-relative, kNoSeed for none).
-constexpr int kSeedBits = 14;
-constexpr uint32_t kSeedMin = 6, kSeedKey = 6;
+// The level's rung sets the key (6 bytes, or 5 from level 3) and the
+// seed's bits (14, or 15); kMaxSeedBits sizes zl_seed's shared memory.
+constexpr int kMaxSeedBits = 15;
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 constexpr uint32_t kSeedThreads = 1024; // zl_seed's CTA: a position of a segment each
 
-// seed_hash is zstdlit's seedHash of the key lo (bytes 0-3) and hi (4-5).
+// key_hi is the mask of a key's bytes from the fifth on, in the word
+// that starts there: two bytes of a 6-byte key, one of a 5-byte key.
+__device__ __forceinline__ uint32_t key_hi(uint32_t key) { return key == 6 ? 0xFFFFu : 0xFFu; }
+
+// seed_hash is zstdlit's seedHash of the key lo (bytes 0-3) and hi (the
+// rest, masked by key_hi).
 __device__ __forceinline__ uint32_t seed_hash(uint32_t lo, uint32_t hi, int bits)
 {
-	const uint64_t key = (uint64_t)lo | (uint64_t)(hi & 0xFFFF) << 32;
+	const uint64_t key = (uint64_t)lo | (uint64_t)hi << 32;
 	return (uint32_t)(((key << 16) * 0xCF1BBCDCB7A56463ull) >> (64 - bits));
 }
 
@@ -230,9 +236,9 @@ __device__ __forceinline__ uint32_t seed_match_len(const SegView &V, const uint8
 	return l;
 }
 
-// insert_range puts positions from..to-1 in the lane's table of 6-byte
-// hashes, in order, a window at a time.
-__device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, uint32_t to)
+// insert_range puts positions from..to-1 in the lane's table of key
+// hashes (hm is key_hi), in order, a window at a time.
+__device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, uint32_t to, uint32_t hm)
 {
 	for (uint32_t j = from; j < to; j += kBatch) {
 		uint32_t x[kBatch], y[kBatch];
@@ -241,7 +247,7 @@ __device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, ui
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++)
 			if (j + k < to)
-				V.set(seed_hash(x[k], y[k], kHashBits), j + k);
+				V.set(seed_hash(x[k], y[k] & hm, kHashBits), j + k);
 	}
 }
 
@@ -263,17 +269,17 @@ __device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, ui
 // batch's seeds are loaded from global memory together.
 __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot,
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
-                                         uint32_t a, const uint32_t *__restrict__ seed)
+                                         uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
 	for (int h = 0; h < (1 << kHashBits) / 2; h++)
 		V.S.tab[h][V.lane] = 0xFFFFFFFFu;
-	const uint32_t mm = min_match > kSeedMin ? min_match : kSeedMin;
+	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	uint32_t hist[3] = {0, 0, 0};
 	int known = 0;
 	uint32_t nseq = 0, nlit = 0, litStart = 0;
 	uint32_t i = 0;
-	while (i + kSeedKey <= n) {
-		const uint32_t cnt = n - (kSeedKey - 1) - i < kBatch ? n - (kSeedKey - 1) - i : kBatch;
+	while (i + key <= n) {
+		const uint32_t cnt = n - (key - 1) - i < kBatch ? n - (key - 1) - i : kBatch;
 		uint32_t x[kBatch], y[kBatch], h[kBatch], c[kBatch], sc[kBatch];
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++)
@@ -282,7 +288,7 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 		V.window(i + 4, y);
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++) {
-			h[k] = seed_hash(x[k], y[k], kHashBits);
+			h[k] = seed_hash(x[k], y[k] & hm, kHashBits);
 			c[k] = V.get(h[k]);
 		}
 		// The batch's own earlier positions are newer than the table's.
@@ -304,7 +310,7 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 		uint32_t look = 0;
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++)
-			if (k < cnt && ((c[k] != kNoPos && w[k] == x[k] && ((v[k] ^ y[k]) & 0xFFFF) == 0) || sc[k] != kNoSeed))
+			if (k < cnt && ((c[k] != kNoPos && w[k] == x[k] && ((v[k] ^ y[k]) & hm) == 0) || sc[k] != kNoSeed))
 				look |= 1u << k;
 		uint32_t at = 0, l = 0, off = 0;
 		while (look != 0) {
@@ -323,7 +329,7 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 				}
 			const uint32_t p = i + at;
 			l = 0;
-			if (cand != kNoPos && wa == xa && ((va ^ ya) & 0xFFFF) == 0) {
+			if (cand != kNoPos && wa == xa && ((va ^ ya) & hm) == 0) {
 				l = V.match_len(cand + 4, p + 4, n) + 4;
 				off = p - cand;
 			}
@@ -358,8 +364,8 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
 		nlit += ll;
 		// Insert the rest of the match, as the reference does.
-		const uint32_t last = n - (kSeedKey - 1); // positions below it have 6 bytes
-		insert_range(V, i + cnt, p + l < last ? p + l : last);
+		const uint32_t last = n - (key - 1); // positions below it have a whole key
+		insert_range(V, i + cnt, p + l < last ? p + l : last, hm);
 		i = p + l;
 		litStart = i;
 	}
@@ -629,7 +635,8 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
                               uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
-                              const uint32_t *__restrict__ seed, uint32_t *__restrict__ side, ParseShared &S)
+                              uint32_t key, const uint32_t *__restrict__ seed, uint32_t *__restrict__ side,
+                              ParseShared &S)
 {
 	uint64_t chunk, off;
 	uint32_t n;
@@ -646,7 +653,7 @@ __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_by
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
 	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match, blk, a,
-	                           seed + chunk * chunk_bytes + off + a);
+	                           seed + chunk * chunk_bytes + off + a, key);
 }
 
 // seq_block writes block bi's sequences section after where its literals

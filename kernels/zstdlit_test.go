@@ -66,11 +66,11 @@ func sameAsReference(t *testing.T, name string, chunks, frames [][]byte, opt zst
 
 func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
 	d := openDevice(t)
-	// The default minimum match (6), 7 and the longest allowed.
-	for _, mm := range []int{0, 7, 8} {
-		opt := zstdlit.Options{MinMatch: mm}
+	// Level 1's minimum match (6), 7 and the longest allowed; level 3's
+	// rung with its own minimum (5) and a longer one.
+	for _, opt := range []zstdlit.Options{{}, {MinMatch: 7}, {MinMatch: 8}, {Level: 3}, {Level: 3, MinMatch: 6}} {
 		for _, c := range corpus.Cases() {
-			t.Run(fmt.Sprintf("min_match_%d/%s", opt.ShortestMatch(), c.Name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("level_%d/min_match_%d/%s", max(opt.Level, 1), opt.ShortestMatch(), c.Name), func(t *testing.T) {
 				chunks := [][]byte{c.Data}
 				sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
 			})
@@ -84,9 +84,12 @@ func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
 func TestLitKernelsWriteTheReferenceBytesForCameraChunks(t *testing.T) {
 	d := openDevice(t)
 	for _, cam := range synth.Cameras(512, 512) {
-		opt := zstdlit.Options{MinMatch: zstdlit.MinMatchFor(cam.ElemSize())}
 		chunks := cam.ZarrChunks()
-		sameAsReference(t, "camera "+cam.Name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
+		for _, level := range []int{1, 3} {
+			opt := zstdlit.Options{Level: level}
+			name := fmt.Sprintf("camera %s at level %d", cam.Name, level)
+			sameAsReference(t, name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
+		}
 	}
 }
 
@@ -184,6 +187,7 @@ func TestLitKernelsWriteTheReferenceBytesForRandomBatches(t *testing.T) {
 		sizes = append(sizes, r.IntN(700<<10))
 	}
 	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{})
+	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{Level: 3})
 }
 
 func TestLitKernelsAppendTheXXH64ChecksumWhenAsked(t *testing.T) {
@@ -222,6 +226,8 @@ func TestLitKernelsKeepTheContentSizeInFramesOver8MiB(t *testing.T) {
 	sameAsReference(t, "8 MiB + 5", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}, zstdlit.Options{}), zstdlit.Options{})
 	ck := zstdlit.Options{Checksum: true}
 	sameAsReference(t, "8 MiB + 5 with checksum", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}, ck), ck)
+	l3 := zstdlit.Options{Level: 3}
+	sameAsReference(t, "8 MiB + 5 at level 3", [][]byte{c}, encodeOnGPU(t, d, [][]byte{c}, l3), l3)
 }
 
 // BenchmarkLitKernels times the encoder's kernels alone (plan, frame
@@ -240,13 +246,12 @@ func BenchmarkLitKernels(b *testing.B) {
 	type set struct {
 		name string
 		data func() []byte
-		elem int
 	}
 	sets := []set{
-		{"mix", func() []byte { return tile(corpus.BenchMix(128), total) }, 2}, // 64 MiB of 512×512 frames
-		{"dim", func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }, 2},
-		{"bright", func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }, 2},
-		{"uniform", func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }, 2},
+		{"mix", func() []byte { return tile(corpus.BenchMix(128), total) }}, // 64 MiB of 512×512 frames
+		{"dim", func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }},
+		{"bright", func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }},
+		{"uniform", func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }},
 	}
 	// The realistic cameras (the ratio benchmark's and zspool bench's):
 	// 32 frames of 1024×1024 each, tiled to the batch.
@@ -258,20 +263,18 @@ func BenchmarkLitKernels(b *testing.B) {
 				cam.Frame(frames[t*fb:(t+1)*fb], t)
 			}
 			return tile(frames, total)
-		}, cam.ElemSize()})
+		}})
 	}
 	for _, set := range sets {
 		data := set.data()
-		// The engines' minimum match for the set's elements.
-		mm := zstdlit.MinMatchFor(set.elem)
 		runs := []struct {
 			chunk int64
 			opt   zstdlit.Options
-		}{{256 << 10, zstdlit.Options{MinMatch: mm}}, {1 << 20, zstdlit.Options{MinMatch: mm}}, {2 << 20, zstdlit.Options{MinMatch: mm}},
-			{2 << 20, zstdlit.Options{MinMatch: mm, Checksum: true}}}
+		}{{256 << 10, zstdlit.Options{Level: 1}}, {1 << 20, zstdlit.Options{Level: 1}}, {2 << 20, zstdlit.Options{Level: 1}},
+			{2 << 20, zstdlit.Options{Level: 1, Checksum: true}}, {2 << 20, zstdlit.Options{Level: 3}}}
 		for _, run := range runs {
 			chunk := run.chunk
-			name := fmt.Sprintf("%s/chunk=%dKiB/min_match=%d", set.name, chunk>>10, run.opt.ShortestMatch())
+			name := fmt.Sprintf("%s/chunk=%dKiB/level=%d", set.name, chunk>>10, run.opt.Level)
 			if run.opt.Checksum {
 				name += "/checksum"
 			}

@@ -92,12 +92,12 @@ func cameraAcq(name string, frames, side int64, chunk, shard []int64, big bool) 
 type blockCounts struct{ raw, rle, oneStream, fourStreams int }
 
 // checkLitChunks checks that every stored chunk of level 0 is exactly
-// zstdlit's frame of its decoded bytes (so it was written by the literals
-// encoder, not merely decodable), and counts the block types.
-func checkLitChunks(t *testing.T, dest, dataset string, counts *blockCounts) {
+// zstdlit's frame of its decoded bytes at opt (so it was written by the
+// segmented encoder, not merely decodable), and counts the block types.
+func checkLitChunks(t *testing.T, dest, dataset string, opt zstdlit.Options, counts *blockCounts) {
 	t.Helper()
 	forEachStoredChunk(t, dest, dataset, func(where string, elem int, stored, chunk []byte) {
-		if want := zstdlit.Encode(nil, chunk, zstdlit.Options{}); !bytes.Equal(stored, want) {
+		if want := zstdlit.Encode(nil, chunk, opt); !bytes.Equal(stored, want) {
 			t.Fatalf("%s: %d stored bytes are not zstdlit's %d", where, len(stored), len(want))
 		}
 		countBlocks(stored[zstdlit.FrameHeaderSize(len(chunk)):], counts)
@@ -175,7 +175,7 @@ func countBlocks(b []byte, counts *blockCounts) {
 // CI runs this with ZSPOOL_REQUIRE_INTEROP=1, so an independent reader
 // (zarrita.js) must open what zstdlit writes: FSE-coded sequences, Huffman
 // literals in one and four streams, RLE and raw blocks, multi-block
-// frames, every dtype size.
+// frames, every dtype size, levels 1 and 3.
 func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 	spool, dest := t.TempDir(), t.TempDir()
 	acqs := []*acquisition{
@@ -183,7 +183,10 @@ func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 		cameraAcq("camera_le", 6, 512, []int64{1, 256, 256}, []int64{2, 2, 2}, false),
 		// 300 KiB chunks: three blocks, the last short; ragged in y and x.
 		cameraAcq("camera_be_ragged", 6, 700, []int64{2, 256, 300}, []int64{1, 2, 2}, true),
+		// Level 3: the parse's strong rung.
+		cameraAcq("camera_le_l3", 6, 512, []int64{2, 256, 256}, []int64{2, 2, 2}, false),
 	}
+	acqs[2].manifest["compression"] = map[string]any{"codec": "zstd", "level": 3}
 	seed := uint64(100)
 	for _, c := range []struct {
 		shape, dtype string
@@ -227,7 +230,11 @@ func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 			if err != nil || !strings.Contains(out, "equals the raw file") {
 				t.Fatalf("verify: %v\n%s%s", err, out, stderr)
 			}
-			checkLitChunks(t, dest, ds, &counts)
+			opt := zstdlit.Options{}
+			if a.name == "camera_le_l3" {
+				opt.Level = 3
+			}
+			checkLitChunks(t, dest, ds, opt, &counts)
 		})
 		cases = append(cases, interopCase{Dataset: filepath.Join(dest, ds), Raw: raw})
 	}
