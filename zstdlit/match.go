@@ -83,18 +83,17 @@ const (
 // shortest match of any rung: the GPU's slots per segment.
 const MaxSegmentSeqs = SegmentSize / minMatchFloor
 
-// seedKey is the 6 bytes at i, little-endian; i+6 ≤ len(b).
-func seedKey(b []byte, i int) uint64 {
-	return uint64(binary.LittleEndian.Uint32(b[i:])) | uint64(binary.LittleEndian.Uint16(b[i+4:]))<<32
-}
-
 // key is the parser's key at i: the first keyBytes bytes there, i+keyBytes
-// ≤ len(b). (A 5-byte key reads a sixth byte only when there is one.)
+// ≤ len(b). One load and a mask where 8 bytes are there to read.
 func (p *parser) key(b []byte, i int) uint64 {
-	if p.keyBytes == fastKeyBytes {
-		return seedKey(b, i)
+	if i+8 <= len(b) {
+		return binary.LittleEndian.Uint64(b[i:]) & p.keyMask
 	}
-	return uint64(binary.LittleEndian.Uint32(b[i:])) | uint64(b[i+4])<<32
+	k := uint64(0)
+	for j := p.keyBytes - 1; j >= 0; j-- {
+		k = k<<8 | uint64(b[i+j])
+	}
+	return k
 }
 
 // seedHash is key's top bits of a multiplicative hash. The key is shifted
@@ -105,6 +104,7 @@ func seedHash(key uint64, bits uint) uint32 { return uint32(((key << 16) * prime
 type parser struct {
 	minMatch uint32 // Options.ShortestMatch
 	keyBytes int    // Options.KeyBytes
+	keyMask  uint64 // the key's bytes of a little-endian 8-byte load
 	seedBits uint   // Options.SeedBits
 	table    [1 << seedLocalBits]uint16
 	seed     []int32 // the block's table
@@ -116,6 +116,7 @@ type parser struct {
 func (p *parser) setRung(opt Options) {
 	k, b := opt.rung()
 	p.keyBytes, p.seedBits, p.minMatch = k, b, uint32(opt.ShortestMatch())
+	p.keyMask = 1<<(8*k) - 1
 }
 
 // parseBlock fills p.lits and p.seqs for blk.
