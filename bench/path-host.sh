@@ -9,7 +9,8 @@
 #   2. zspool convert --engine cpu    the same (its default encoder; 2b:
 #                                     --zstd-encoder klauspost, the
 #                                     default before the windowed encoder)
-#   3. tensorstore                    the same array, same shapes, libzstd 1
+#   3. tensorstore                    the same array, same shapes, libzstd
+#                                     at the same level
 #   4. s3upload                       the AWS SDK's transfer manager uploading
 #                                     item 1's dataset to a local S3 server
 #   5. zspool convert --engine gpu    raw file → that S3 server, parts in
@@ -30,10 +31,13 @@
 # ENGINE=cpu runs the GPU rows on the CPU engine (a dry run of the script
 # on a machine without a GPU); NO_TENSORSTORE=1 skips row 3; DEBUG_LOGS=DIR
 # runs rows 5 and 6 at log level debug (stage times, plan, layer events)
-# and leaves their logs in DIR.
+# and leaves their logs in DIR; LEVEL=N runs every row at zstd level N
+# (default 1): the manifests' compression.level and tensorstore's.
 set -euo pipefail
 gpu=${ENGINE:-gpu}
 size=${1:-16GiB}
+level=${LEVEL:-1}
+case $level in -[1-7] | [0-9] | 1[0-9] | 2[0-2]) ;; *) echo "LEVEL=$level: a zstd level, -7 to 22" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 zspool=${ZSPOOL:-$here/.dev/zspool}
 s3upload=${S3UPLOAD:-$here/.dev/s3upload}
@@ -77,7 +81,7 @@ manifest() {
   {"name": "t", "type": "time", "size": 0, "chunk": 16, "shard": 1},
   {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65},
   {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65}],
- "compression": {"codec": "zstd", "level": 1}}
+ "compression": {"codec": "zstd", "level": $level}}
 JSON
 }
 manifest "$work/cam.json" "$work/cam.raw" cam
@@ -104,7 +108,7 @@ if [ -n "${NO_TENSORSTORE:-}" ]; then
 	echo "skipped: tensorstore write of 1 GiB in 1.0 s (1.0 GiB/s)" >"$work/3.out"
 else
 	python3 "$here/bench/tensorstore_write.py" --raw "$work/cam.raw" --shape "$frames,2048,2048" --chunk 16,256,256 \
-		--shard 16,2048,2048 --level 1 --out "$work/ts" | tee "$work/3.out"
+		--shard 16,2048,2048 --level "$level" --out "$work/ts" | tee "$work/3.out"
 fi
 rm -rf "$work/ts"
 
@@ -190,7 +194,7 @@ zs_rate=$(rate_of "$work/5.out")
 out_rate() { calc "$(rate_of "$1") * $out_gib / $raw_gib"; }
 zs_out=$(out_rate "$work/5.out")
 echo
-echo "== $(printf '%.1f' "$raw_gib") GiB of camera data (stored: $(printf '%.2f' "$out_gib") GiB), one run on $(hostname), $(nproc) cores"
+echo "== $(printf '%.1f' "$raw_gib") GiB of camera data (stored: $(printf '%.2f' "$out_gib") GiB), zstd level $level, one run on $(hostname), $(nproc) cores"
 printf '%-44s %12s %12s %10s %10s\n' "path" "GiB/s raw" "GiB/s out" "wall s" "RSS MiB"
 printf '%-44s %12.3f %12s %10s %10s\n' "1. zspool convert --engine gpu → tmpfs" "$(rate_of "$work/1.out")" "" "$(wall_of "$work/1.out")" "$(rss_of "$work/1.out")"
 printf '%-44s %12.3f %12s %10s %10s\n' "2. zspool convert --engine cpu → tmpfs" "$(rate_of "$work/2.out")" "" "$(wall_of "$work/2.out")" "$(rss_of "$work/2.out")"
