@@ -44,10 +44,10 @@ type Options struct {
 	// EncoderSegmented writes; the encoders OnHost names make it
 	// compress on the CPU with them.
 	//
-	// The manifest's compression.level applies to klauspost and the
-	// windowed encoder: the segmented encoder has no levels yet, so with
-	// it, or the GPU engine's default, the level is written into
-	// zarr.json but changes no byte of the chunks.
+	// The manifest's compression.level applies to every encoder:
+	// klauspost's and the windowed encoder's ladders, and the segmented
+	// encoder's two rungs (below 3, and 3 and up), which the GPU engine's
+	// default follows too (SegmentedOptions).
 	ZstdEncoder string
 	// ZstdChecksum appends each frame's XXH64 content checksum (zstd's
 	// Content_Checksum: the low 4 bytes, with Content_Checksum_flag set
@@ -136,7 +136,7 @@ func (p *Plan) WindowOptions() zstdlit.WindowOptions {
 // camera corpus it keeps at least 99% of libzstd's ratio at levels 1 and
 // 3, where klauspost keeps 91% (dim frames, level 1) and 97-99% (level
 // 3); at level 1 it takes a quarter less time than klauspost over the
-// corpus, at level 3 7% more (README, "Compression ratio").
+// corpus, at level 3 2% more (README, "Compression ratio").
 func (p *Plan) HostZstdEncoder() string {
 	if p.Options.ZstdEncoder != EncoderDefault {
 		return p.Options.ZstdEncoder
