@@ -44,11 +44,11 @@ __device__ __forceinline__ uint32_t meta_nseq(uint32_t m) { return m & 0xFF; }
 __device__ __forceinline__ uint32_t meta_nlit(uint32_t m) { return (m >> 8) & 0x7FF; }
 __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 0x7FF; }
 
-// The parse (zstdlit/match.go): 6-byte keys, the segment's own table of
-// kHashBits bits, and the block's seed of kSeedBits, built apart by zl_seed
-// into a candidate a byte (block-relative, kNoSeed for none).
-// The level's rung sets the key (6 bytes, or 5 from level 3) and the
-// seed's bits (14, or 15); kMaxSeedBits sizes zl_seed's shared memory.
+// The parse (zstdlit/match.go): the segment's own table of kHashBits bits,
+// and the block's seed, built apart by zl_seed into a candidate a byte
+// (block-relative, kNoSeed for none). The level's rung sets the key (6
+// bytes, or 5 from level 3) and the seed's bits (14, or 15); kMaxSeedBits
+// sizes zl_seed's shared memory.
 constexpr int kMaxSeedBits = 15;
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 constexpr uint32_t kSeedThreads = 1024; // zl_seed's CTA: a position of a segment each
@@ -255,7 +255,7 @@ __device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, ui
 // bytes in S, which starts a bytes into the block at blk: the segment's
 // own candidate first, then, when its match falls short, the seed's (seed
 // holds zl_seed's candidates for the segment's positions, each already
-// known to share its 6 bytes). It writes the packed sequences to slot,
+// known to share its key bytes). It writes the packed sequences to slot,
 // Offset_Values of kOvEscape and more to side, and returns the segment's
 // summary word. (A segment's first sequence knows no repeat offsets, so
 // whether its literal length counts the carry does not change its code.)
@@ -305,8 +305,8 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 			w[k] = V.word(c[k] != kNoPos ? c[k] : 0);
 			v[k] = V.word(c[k] != kNoPos ? c[k] + 4 : 0);
 		}
-		// A position is worth a look when its own candidate shares 6
-		// bytes, or it has a seed (which does).
+		// A position is worth a look when its own candidate shares the
+		// key's bytes, or it has a seed (which does).
 		uint32_t look = 0;
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++)
