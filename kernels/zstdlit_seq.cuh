@@ -18,7 +18,10 @@ constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
 constexpr int kHashBits = 8;
 constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the shortest match of any rung
 constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 204: the most a segment holds (zstdlit.MaxSegmentSeqs)
-constexpr uint16_t kNoPos = 0xFFFF;
+// kNoPos is an empty entry of a segment's table: 10 bits of ones, never a
+// position (an eligible one has a whole key before the segment's end).
+constexpr uint16_t kNoPos = 0x3FF;
+static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 10 bits below kNoPos");
 constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
 constexpr uint32_t kBatch = 8;    // positions a lane looks up at once
 
@@ -114,11 +117,15 @@ __device__ __forceinline__ uint32_t rep_code(uint32_t *hist, int &known, uint32_
 // ParseShared holds, for each of the warp's 32 segments, its bytes and
 // its table of latest positions, both interleaved by lane: lane l's word k
 // is data[k][l], so every lane always reads its own bank, wherever in its
-// segment it is. 48 KiB: a warp's CTA fits the static limit.
+// segment it is. The table packs three 10-bit positions a word: 43 KiB a
+// CTA, so that five of them (warps) fit an SM where four did with 16-bit
+// entries (48 KiB), and the parse, which waits on its loads, has a fifth
+// more warps to switch to.
 constexpr uint32_t kSegWords = kSeg / 4;
+constexpr uint32_t kTabWords = ((1u << kHashBits) + 2) / 3;
 struct ParseShared {
 	uint32_t data[kSegWords][kParseThreads];
-	uint32_t tab[(1 << kHashBits) / 2][kParseThreads]; // two 16-bit entries a word
+	uint32_t tab[kTabWords][kParseThreads]; // three 10-bit entries a word
 };
 static_assert(sizeof(ParseShared) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
 
@@ -155,11 +162,13 @@ struct SegView {
 	}
 	__device__ __forceinline__ uint16_t get(uint32_t h) const
 	{
-		return reinterpret_cast<const uint16_t *>(&S.tab[h >> 1][lane])[h & 1];
+		return (uint16_t)((S.tab[h / 3][lane] >> (10 * (h % 3))) & 0x3FF);
 	}
 	__device__ __forceinline__ void set(uint32_t h, uint32_t pos) const
 	{
-		reinterpret_cast<uint16_t *>(&S.tab[h >> 1][lane])[h & 1] = (uint16_t)pos;
+		uint32_t &w = S.tab[h / 3][lane];
+		const uint32_t sh = 10 * (h % 3);
+		w = (w & ~(0x3FFu << sh)) | pos << sh;
 	}
 	// match_len is the length of the common prefix of c.. and i.. (c < i),
 	// capped at the segment's end n.
@@ -271,8 +280,8 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
-	for (int h = 0; h < (1 << kHashBits) / 2; h++)
-		V.S.tab[h][V.lane] = 0xFFFFFFFFu;
+	for (uint32_t h = 0; h < kTabWords; h++)
+		V.S.tab[h][V.lane] = 0xFFFFFFFFu; // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	uint32_t hist[3] = {0, 0, 0};
 	int known = 0;
