@@ -75,8 +75,6 @@ const (
 	fastSeedBits   = 14
 	strongKeyBytes = 5
 	strongSeedBits = 15
-
-	prime6 = 0xCF1BBCDCB7A56463 // any odd 64-bit constant with mixed bits
 )
 
 // MaxSegmentSeqs is the most sequences a segment's parse writes, at the
@@ -97,8 +95,8 @@ func (p *parser) key(b []byte, i int) uint64 {
 }
 
 // seedHash is key's top bits of a multiplicative hash. The key is shifted
-// to the top of the word first, so that all six bytes reach those bits.
-func seedHash(key uint64, bits uint) uint32 { return uint32(((key << 16) * prime6) >> (64 - bits)) }
+// to the top of the word first, so that all its bytes reach those bits.
+func seedHash(key uint64, bits uint) uint32 { return uint32(((key << 16) * hashPrime) >> (64 - bits)) }
 
 // parser holds reusable scratch space for parseBlock.
 type parser struct {
@@ -112,7 +110,8 @@ type parser struct {
 	seqs     []sequence
 }
 
-// setRung takes opt's level and shortest match.
+// setRung takes opt's level and shortest match; a parser parses only
+// after it.
 func (p *parser) setRung(opt Options) {
 	k, b := opt.rung()
 	p.keyBytes, p.seedBits, p.minMatch = k, b, uint32(opt.ShortestMatch())
@@ -122,9 +121,6 @@ func (p *parser) setRung(opt Options) {
 // parseBlock fills p.lits and p.seqs for blk.
 func (p *parser) parseBlock(blk []byte) {
 	p.lits, p.seqs = p.lits[:0], p.seqs[:0]
-	if p.keyBytes == 0 {
-		p.setRung(Options{MinMatch: int(p.minMatch)})
-	}
 	if len(p.seed) != 1<<p.seedBits {
 		p.seed = make([]int32, 1<<p.seedBits)
 	}

@@ -244,7 +244,10 @@ func (e *windowEncoder) insert(v uint64, p int, shift, hl uint) {
 	}
 }
 
-const winPrime = 0xCF1BBCDCB7A56463
+// hashPrime is the multiplier of every hash here (the windowed encoder's
+// hashTag, the segmented parse's seedHash): any odd 64-bit constant with
+// mixed bits.
+const hashPrime = 0xCF1BBCDCB7A56463
 
 // hashTag hashes the bytes of v that shift keeps: the table index from the
 // top bits, the tag from the 32-posBits bits below them, placed above a
@@ -253,7 +256,7 @@ const winPrime = 0xCF1BBCDCB7A56463
 // The shifts are masked to the word, which spares the compiler's check for
 // shifts past it: this is the parse's innermost arithmetic.
 func hashTag(v uint64, shift, hl, posBits uint) (uint32, uint32) {
-	x := (v << (shift & 63)) * winPrime
+	x := (v << (shift & 63)) * hashPrime
 	return uint32(x >> (hl & 63)), uint32(x<<((64-hl)&63)>>32) &^ (1<<(posBits&31) - 1)
 }
 
