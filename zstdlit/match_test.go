@@ -40,6 +40,7 @@ func TestAMatchReachesBackToAnEarlierSegment(t *testing.T) {
 	a := noise(SegmentSize, 1)
 	blk := append(append(append([]byte(nil), a...), noise(SegmentSize, 2)...), a...)
 	var p parser
+	p.setRung(Options{})
 	p.parseBlock(blk)
 	if len(p.seqs) != 1 || p.seqs[0].offVal != 2*SegmentSize+3 || p.seqs[0].matchLen != SegmentSize {
 		t.Fatalf("sequences %+v, want one match of segment 2 against segment 0, %d bytes back", p.seqs, 2*SegmentSize)
@@ -54,6 +55,7 @@ func TestTheSeedHoldsOnlyEarlierSegments(t *testing.T) {
 	a := noise(SegmentSize, 3)
 	blk := append(append([]byte(nil), a...), a...)
 	var p parser
+	p.setRung(Options{})
 	p.parseBlock(blk)
 	if len(p.seqs) != 1 || p.seqs[0].litLen != SegmentSize || p.seqs[0].offVal != SegmentSize+3 {
 		t.Fatalf("sequences %+v, want one match of segment 1 against segment 0 after %d literals", p.seqs, SegmentSize)
@@ -70,6 +72,7 @@ func TestTheSegmentsOwnMatchIsAskedBeforeTheSeeds(t *testing.T) {
 	copy(seg1[200:212], seg0[500:512])
 	blk := append(append([]byte(nil), seg0...), seg1...)
 	var p parser
+	p.setRung(Options{})
 	p.parseBlock(blk)
 	var got [][2]uint32
 	for _, s := range p.seqs {

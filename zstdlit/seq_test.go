@@ -43,6 +43,7 @@ func TestRepeatCodesFollowTheDecodersHistory(t *testing.T) {
 func TestTheCorpusReachesEveryPartOfTheSequencesCoder(t *testing.T) {
 	reached := map[string]int{}
 	var e encoder
+	e.p.setRung(Options{})
 	for _, tc := range corpus.Cases() {
 		for off := 0; off < len(tc.Data); off += MaxBlockSize {
 			blk := tc.Data[off:min(off+MaxBlockSize, len(tc.Data))]
