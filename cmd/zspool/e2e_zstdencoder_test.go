@@ -183,10 +183,11 @@ func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 		cameraAcq("camera_le", 6, 512, []int64{1, 256, 256}, []int64{2, 2, 2}, false),
 		// 300 KiB chunks: three blocks, the last short; ragged in y and x.
 		cameraAcq("camera_be_ragged", 6, 700, []int64{2, 256, 300}, []int64{1, 2, 2}, true),
-		// Level 3: the parse's strong rung.
-		cameraAcq("camera_le_l3", 6, 512, []int64{2, 256, 256}, []int64{2, 2, 2}, false),
 	}
-	acqs[2].manifest["compression"] = map[string]any{"codec": "zstd", "level": 3}
+	// Level 3: the parse's strong rung.
+	l3 := cameraAcq("camera_le_l3", 6, 512, []int64{2, 256, 256}, []int64{2, 2, 2}, false)
+	l3.manifest["compression"] = map[string]any{"codec": "zstd", "level": 3}
+	acqs = append(acqs, l3)
 	seed := uint64(100)
 	for _, c := range []struct {
 		shape, dtype string
@@ -230,11 +231,9 @@ func TestLiteralsOnlyOutputConvertsVerifiesAndReadsBackInZarrita(t *testing.T) {
 			if err != nil || !strings.Contains(out, "equals the raw file") {
 				t.Fatalf("verify: %v\n%s%s", err, out, stderr)
 			}
-			opt := zstdlit.Options{}
-			if a.name == "camera_le_l3" {
-				opt.Level = 3
-			}
-			checkLitChunks(t, dest, ds, opt, &counts)
+			compression, _ := a.manifest["compression"].(map[string]any)
+			level, _ := compression["level"].(int)
+			checkLitChunks(t, dest, ds, zstdlit.Options{Level: level}, &counts)
 		})
 		cases = append(cases, interopCase{Dataset: filepath.Join(dest, ds), Raw: raw})
 	}
