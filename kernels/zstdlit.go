@@ -25,12 +25,13 @@ const (
 	litThreads      = 256
 	// litMaxChunk bounds a chunk the encoder takes: block offsets within
 	// a frame are 32-bit.
-	litMaxChunk = 1 << 31
-	// litSeedShared is zl_seed's largest table, the strong rung's: 2^15
-	// entries of 4 bytes (kMaxSeedBits). A launch asks for its rung's.
-	litSeedShared  = 4 << 15
+	litMaxChunk    = 1 << 31
 	litSeedThreads = 1024 // zl_seed's CTA (kSeedThreads)
 )
+
+// litSeedShared is zl_seed's largest table, the strong rung's; a launch
+// asks for its own rung's.
+var litSeedShared = zstdlit.Options{Level: 3}.SeedTableBytes()
 
 // litSegs is the number of segment slots of a chunk of n bytes.
 func litSegs(n int64) int64 { return max(1, (n+zstdlit.SegmentSize-1)/zstdlit.SegmentSize) }
@@ -153,9 +154,9 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
-	key, seedBits := cu.DevicePtr(lit.opt.KeyBytes()), lit.opt.SeedBits()
-	if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, 4<<seedBits, s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(seedBits))); err != nil {
+	key := cu.DevicePtr(lit.opt.KeyBytes())
+	if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(lit.opt.SeedBits()))); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if err := lit.mark(s, 0); err != nil {

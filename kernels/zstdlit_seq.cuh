@@ -50,9 +50,8 @@ __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 
 // The parse (zstdlit/match.go): the segment's own table of kHashBits bits,
 // and the block's seed, built apart by zl_seed into a candidate a byte
 // (block-relative, kNoSeed for none). The level's rung sets the key (6
-// bytes, or 5 from level 3) and the seed's bits (14, or 15); kMaxSeedBits
-// sizes zl_seed's shared memory.
-constexpr int kMaxSeedBits = 15;
+// bytes, or 5 from level 3) and the seed's bits (14, or 15), which the
+// host passes to both kernels and sizes zl_seed's shared memory by.
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 constexpr uint32_t kSeedThreads = 1024; // zl_seed's CTA: a position of a segment each
 

@@ -103,6 +103,10 @@ func (o Options) SeedBits() int {
 	return int(b)
 }
 
+// SeedTableBytes is the size of the parse's seed table for o's level, 4
+// bytes an entry: the GPU keeps it in shared memory.
+func (o Options) SeedTableBytes() int { return 4 << o.SeedBits() }
+
 // ShortestMatch is the effective MinMatch: at least the rung's key
 // length, at most 8.
 func (o Options) ShortestMatch() int {
