@@ -31,6 +31,7 @@ destination:
   part_size: 64 MiB
   max_parts_in_flight: 16
   no_request_checksums: true
+  checksum: crc64nvme
   conditional_writes: off
   storage_class: STANDARD_IA
   sse: aws:kms
@@ -80,6 +81,7 @@ var fullDaemon = Daemon{
 		PartSize:           64 * MiB,
 		MaxPartsInFlight:   16,
 		NoRequestChecksums: true,
+		Checksum:           "crc64nvme",
 		ConditionalWrites:  "off",
 		StorageClass:       "STANDARD_IA",
 		SSE:                "aws:kms",
@@ -198,6 +200,7 @@ func TestEveryDaemonDefault(t *testing.T) {
 		{"max_parts_in_flight defaults to 0, sized by the memory budget", d.Destination.MaxPartsInFlight, 0},
 		{"request checksums are sent by default", d.Destination.NoRequestChecksums, false},
 		{"conditional_writes defaults to auto", d.Destination.ConditionalWrites, "auto"},
+		{"the object checksum defaults to crc32c", d.Destination.Checksum, "crc32c"},
 		{"the release policy defaults to archive", d.Release.Policy, "archive"},
 		{"archive_dir defaults to archive under state_dir", d.Release.ArchiveDir, "/srv/state/archive"},
 		{"max_attempts defaults to 10", d.Retry.MaxAttempts, 10},
@@ -390,6 +393,7 @@ var badDaemonCases = []badDaemonCase{
 	{name: "a part_size over 5 GiB is above S3's maximum", doc: daemonWith("", "part_size: 6 GiB\n"), field: "destination.part_size", phrase: "6 GiB is above S3's maximum of 5 GiB"},
 	{name: "max_parts_in_flight below 0 is refused", doc: daemonWith("", "max_parts_in_flight: -1\n"), field: "destination.max_parts_in_flight", phrase: "-1 is not within 1…256"},
 	{name: "an unknown conditional_writes mode is refused", doc: daemonWith("", "conditional_writes: maybe\n"), field: "destination.conditional_writes", phrase: `"maybe" is not one of auto, on, off`},
+	{name: "an object checksum S3 cannot combine over parts is refused", doc: daemonWith("", "checksum: sha256\n"), field: "destination.checksum", phrase: `"sha256" is not one of crc32c, crc64nvme`},
 	{name: "yes is not a boolean", doc: daemonWith("", "path_style: yes\n"), field: "destination.path_style", phrase: `want true or false; got "yes"`},
 	{name: "a relative ca_bundle is refused", doc: daemonWith("", "ca_bundle: ca.pem\n"), field: "destination.ca_bundle", phrase: "must be an absolute path"},
 	{name: "a region with spaces is refused", doc: daemonWith("", "region: us east\n"), field: "destination.region", phrase: "is not a region name"},

@@ -52,11 +52,11 @@ type Options struct {
 	// ZstdChecksum appends each frame's XXH64 content checksum (zstd's
 	// Content_Checksum: the low 4 bytes, with Content_Checksum_flag set
 	// in the frame header), klauspost and zstdlit alike. Off by default:
-	// the shard index already carries a crc32c and the store a CRC64NVME
-	// per object, so this only adds a per-chunk check some readers
-	// verify. The crc32c covers the index alone and the CRC64NVME is an
-	// S3 store's, over a whole shard: on a local destination this is the
-	// one check of the chunk bytes.
+	// the shard index already carries a crc32c and an S3 store a CRC per
+	// object, so this only adds a per-chunk check some readers verify.
+	// The crc32c covers the index alone and the object CRC is an S3
+	// store's, over a whole shard: on a local destination this is the one
+	// check of the chunk bytes.
 	ZstdChecksum bool
 	// GPU plans the GPU engine's host memory instead of the CPU engine's:
 	// no compressors on the host unless it compresses there (zstd with an

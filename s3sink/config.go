@@ -1,8 +1,8 @@
 // Package s3sink is the S3-compatible destination (AWS S3, MinIO, Ceph,
 // versitygw): each shard streamed as one multipart upload whose parts leave
-// as they fill, whole-object CRC64NVME checked by HeadObject after
-// completion, conditional writes where the endpoint honours them, and the
-// same objects read back as a zarr.Store.
+// as they fill, a whole-object CRC (CRC-32C or CRC-64/NVME) checked by
+// HeadObject after completion, conditional writes where the endpoint
+// honours them, and the same objects read back as a zarr.Store.
 package s3sink
 
 import (

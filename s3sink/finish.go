@@ -52,7 +52,11 @@ const (
 )
 
 func (s *Sink) finishOnce(ctx context.Context, o pipeline.SealedObject) error {
-	err := s.verify(ctx, o.Key, o.Size, o.Checksum)
+	sum, want, err := parseSealed(o.Checksum)
+	if err != nil {
+		return err
+	}
+	err = s.verify(ctx, o.Key, o.Size, sum, want)
 	if err == nil || !errors.Is(err, errNotStored) {
 		return err
 	}
@@ -72,9 +76,9 @@ func (s *Sink) finishOnce(ctx context.Context, o pipeline.SealedObject) error {
 	}
 	done := make([]types.CompletedPart, len(parts))
 	for i, p := range parts {
-		done[i] = types.CompletedPart{ETag: p.ETag, PartNumber: p.PartNumber, ChecksumCRC64NVME: p.ChecksumCRC64NVME}
+		done[i] = sum.listedPart(p)
 	}
-	err = s.complete(ctx, o.Key, o.UploadID, done, o.Size, o.Checksum)
+	err = s.complete(ctx, o.Key, o.UploadID, done, o.Size, sum, want)
 	if st := httpStatus(err); st == 400 || st == 404 {
 		// The server refuses the parts it lists (InvalidPart: a complete
 		// cut short emptied them) or the upload is gone: not for a retry.

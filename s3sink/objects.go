@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/minio/crc64nvme"
 	"go.uber.org/zap"
 
 	"github.com/zspool/zspool/pipeline"
@@ -23,9 +22,9 @@ import (
 // errNotStored says HeadObject found no object at the key.
 var errNotStored = errors.New("object not stored")
 
-// verify holds the stored object to its size and CRC64NVME. ETags are
+// verify holds the stored object to its size and CRC (sum's). ETags are
 // never consulted: for multipart objects they are not content hashes.
-func (s *Sink) verify(ctx context.Context, key string, size int64, crc string) error {
+func (s *Sink) verify(ctx context.Context, key string, size int64, sum checksum, crc string) error {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket: &s.bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled,
 	})
@@ -35,25 +34,24 @@ func (s *Sink) verify(ctx context.Context, key string, size int64, crc string) e
 		}
 		return fmt.Errorf("HeadObject: %w", err)
 	}
-	got, gotCRC := aws.ToInt64(out.ContentLength), aws.ToString(out.ChecksumCRC64NVME)
+	got, gotCRC := aws.ToInt64(out.ContentLength), sum.stored(out)
 	switch {
 	case gotCRC == "":
-		return fmt.Errorf("%w (size %d)", errNoChecksum, got)
+		return fmt.Errorf("HeadObject returned no %s checksum (size %d)", sum.name, got)
 	case got != size || gotCRC != crc:
-		return fmt.Errorf("stored object differs: %d bytes crc64nvme %s, want %d bytes crc64nvme %s", got, gotCRC, size, crc)
+		return fmt.Errorf("stored object differs: %d bytes %s %s, want %d bytes %s %s", got, sum.name, gotCRC, size, sum.name, crc)
 	}
 	return nil
 }
 
 // putVerified stores a small object in one PutObject and verifies it.
-func (s *Sink) putVerified(ctx context.Context, key string, data []byte, crc string) error {
+func (s *Sink) putVerified(ctx context.Context, key string, data []byte, sum checksum, crc string) error {
 	in := &s3.PutObjectInput{
 		Bucket: &s.bucket, Key: &key,
-		Body:              bytes.NewReader(data),
-		ContentLength:     aws.Int64(int64(len(data))),
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
-		ChecksumCRC64NVME: aws.String(crc),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
 	}
+	sum.putInput(in, crc)
 	if s.conditional {
 		in.IfNoneMatch = aws.String("*")
 	}
@@ -62,7 +60,7 @@ func (s *Sink) putVerified(ctx context.Context, key string, data []byte, crc str
 	if err != nil {
 		s.log.Debug("put was ambiguous or refused; settling by HeadObject", zap.String("key", key), zap.Error(err))
 	}
-	if verr := s.verify(ctx, key, int64(len(data)), crc); verr != nil {
+	if verr := s.verify(ctx, key, int64(len(data)), sum, crc); verr != nil {
 		if err == nil || !errors.Is(verr, errNotStored) {
 			err = verr
 		}
@@ -75,28 +73,23 @@ func (s *Sink) putVerified(ctx context.Context, key string, data []byte, crc str
 // If-None-Match, since documents are rewritten on reruns), verified.
 func (s *Sink) Put(ctx context.Context, rel string, data []byte) error {
 	key := s.key(rel)
-	crc := checksumHeader(crc64Of(s, data))
+	crc := s.sum.header(s.sum.of(data))
 	in := &s3.PutObjectInput{
 		Bucket: &s.bucket, Key: &key,
-		Body:              bytes.NewReader(data),
-		ContentLength:     aws.Int64(int64(len(data))),
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
-		ChecksumCRC64NVME: aws.String(crc),
-		ContentType:       aws.String("application/json"),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		ContentType:   aws.String("application/json"),
 	}
+	s.sum.putInput(in, crc)
 	s.objectOptions().put(in)
 	_, err := s.client.PutObject(ctx, in)
-	if verr := s.verify(ctx, key, int64(len(data)), crc); verr != nil {
+	if verr := s.verify(ctx, key, int64(len(data)), s.sum, crc); verr != nil {
 		if err == nil || !errors.Is(verr, errNotStored) {
 			err = verr
 		}
 		return fmt.Errorf("object %s: %w", key, err)
 	}
 	return nil
-}
-
-func crc64Of(s *Sink, data []byte) uint64 {
-	return crc64nvme.Checksum(data)
 }
 
 // Delete removes an object; S3 answers success for a missing key.

@@ -34,6 +34,7 @@ type Sink struct {
 	sem         chan struct{}
 	parts       sync.Pool // *[]byte of PartSize
 	conditional bool      // send If-None-Match: * on PutObject and CompleteMultipartUpload
+	sum         checksum  // every object's whole-object checksum
 
 	hooks pipeline.UploadHooks
 }
@@ -64,9 +65,13 @@ func New(ctx context.Context, log *zap.Logger, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	sum, err := checksumNamed(cfg.Checksum)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	s := &Sink{
 		cfg: cfg, bucket: bucket, prefix: prefix, client: client, log: log,
-		sem: make(chan struct{}, cfg.MaxPartsInFlight),
+		sem: make(chan struct{}, cfg.MaxPartsInFlight), sum: sum,
 	}
 	s.parts.New = func() any { b := make([]byte, 0, cfg.PartSize); return &b }
 	if err := s.checkBucket(ctx); err != nil {
@@ -82,7 +87,7 @@ func New(ctx context.Context, log *zap.Logger, cfg Config) (*Sink, error) {
 	}
 	log.Info("s3 destination ready", zap.String("url", cfg.URL), zap.String("endpoint", endpointName(cfg)),
 		zap.Bool("conditional_writes", s.conditional), zap.Int64("part_size", int64(cfg.PartSize)),
-		zap.Int("parts_in_flight", cfg.MaxPartsInFlight))
+		zap.Int("parts_in_flight", cfg.MaxPartsInFlight), zap.String("checksum", sum.name))
 	return s, nil
 }
 
@@ -230,8 +235,6 @@ func (s *Sink) Limits() pipeline.Limits {
 func (s *Sink) Where(rel string) string {
 	return strings.TrimSuffix(s.cfg.URL, "/") + "/" + rel
 }
-
-var errNoChecksum = errors.New("HeadObject returned no CRC64NVME")
 
 // countingRetryer reports each retry: RetryDelay is asked once per retried
 // attempt.

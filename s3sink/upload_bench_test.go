@@ -19,7 +19,7 @@ import (
 )
 
 // BenchmarkUploadToMinIO compares, in one run against one local MinIO, the
-// sink's streamed multipart uploads (CRC64NVME per part and per object,
+// sink's streamed multipart uploads (a CRC per part and per object,
 // HeadObject verification) with plain SDK PutObjects of the same bytes at
 // the same concurrency. Run:
 //

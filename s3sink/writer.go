@@ -24,15 +24,16 @@ const abortTimeout = 30 * time.Second
 
 // shardWriter streams one object: bytes fill a part buffer; a full part
 // starts the multipart upload (first time) and leaves in the background
-// while the next one fills. Each part's CRC64NVME is computed as its bytes
-// arrive and folded into the whole-object CRC, so every byte is hashed once.
+// while the next one fills. Each part's CRC (the sink's checksum) is
+// computed as its bytes arrive and folded into the whole-object CRC, so
+// every byte is hashed once.
 type shardWriter struct {
 	s     *Sink
 	ctx   context.Context
 	key   string // full object key
 	buf   *[]byte
-	whole uint64      // CRC64NVME of the parts already sent
-	part  hash.Hash64 // CRC64NVME of the filling part
+	whole uint64    // CRC of the parts already sent
+	part  hash.Hash // CRC of the filling part
 	size  int64
 
 	uploadID string
@@ -51,7 +52,7 @@ type shardWriter struct {
 func (s *Sink) Create(ctx context.Context, rel string) (pipeline.ObjectWriter, error) {
 	w := &shardWriter{
 		s: s, ctx: ctx, key: s.key(rel),
-		part: newCRC64(),
+		part: s.sum.new(),
 		next: 1,
 	}
 	w.buf = s.parts.Get().(*[]byte)
@@ -111,12 +112,8 @@ func (w *shardWriter) sendPart() error {
 				return err
 			}
 		}
-		in := &s3.CreateMultipartUploadInput{
-			Bucket:            &w.s.bucket,
-			Key:               &w.key,
-			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
-			ChecksumType:      types.ChecksumTypeFullObject,
-		}
+		in := &s3.CreateMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.key}
+		w.s.sum.createInput(in)
 		w.s.objectOptions().create(in)
 		out, err := w.s.client.CreateMultipartUpload(w.ctx, in)
 		if err != nil {
@@ -139,9 +136,9 @@ func (w *shardWriter) sendPart() error {
 		w.fail(w.ctx.Err())
 		return w.ctx.Err()
 	}
-	partCRC := w.part.Sum64()
-	buf, num, sum := w.buf, w.next, checksumHeader(partCRC)
-	w.whole = crc64Combine(w.whole, partCRC, int64(len(*buf)))
+	partCRC := w.s.sum.value(w.part)
+	buf, num, sum := w.buf, w.next, w.s.sum.header(partCRC)
+	w.whole = w.s.sum.combine(w.whole, partCRC, int64(len(*buf)))
 	w.next++
 	w.part.Reset()
 	w.buf = w.s.parts.Get().(*[]byte)
@@ -151,22 +148,22 @@ func (w *shardWriter) sendPart() error {
 		defer w.wg.Done()
 		defer func() { <-w.s.sem }()
 		defer w.s.parts.Put(buf)
-		out, err := w.s.client.UploadPart(w.ctx, &s3.UploadPartInput{
-			Bucket:            &w.s.bucket,
-			Key:               &w.key,
-			UploadId:          &w.uploadID,
-			PartNumber:        aws.Int32(num),
-			Body:              bytes.NewReader(*buf),
-			ContentLength:     aws.Int64(int64(len(*buf))),
-			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
-			ChecksumCRC64NVME: aws.String(sum),
-		})
+		in := &s3.UploadPartInput{
+			Bucket:        &w.s.bucket,
+			Key:           &w.key,
+			UploadId:      &w.uploadID,
+			PartNumber:    aws.Int32(num),
+			Body:          bytes.NewReader(*buf),
+			ContentLength: aws.Int64(int64(len(*buf))),
+		}
+		w.s.sum.partInput(in, sum)
+		out, err := w.s.client.UploadPart(w.ctx, in)
 		if err != nil {
 			w.fail(fmt.Errorf("part %d (%d bytes): %w", num, len(*buf), err))
 			return
 		}
 		w.mu.Lock()
-		w.done = append(w.done, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumCRC64NVME: aws.String(sum)})
+		w.done = append(w.done, w.s.sum.completedPart(out.ETag, num, sum))
 		w.mu.Unlock()
 	}()
 	return nil
@@ -192,7 +189,7 @@ func (w *shardWriter) Seal() (pipeline.SealedObject, bool, error) {
 	// The record of the seal vouches for the object from now on: its
 	// completion must not die with the job that sealed it.
 	w.ctx = context.WithoutCancel(w.ctx)
-	return pipeline.SealedObject{Key: w.key, UploadID: w.uploadID, Size: w.size, Checksum: want}, true, nil
+	return pipeline.SealedObject{Key: w.key, UploadID: w.uploadID, Size: w.size, Checksum: w.s.sum.sealed(want)}, true, nil
 }
 
 // sendAll sends the tail as the last part and waits for every part.
@@ -207,20 +204,20 @@ func (w *shardWriter) sendAll() error {
 	return w.failed()
 }
 
-// want is the whole object's CRC64NVME as S3 states it.
+// want is the whole object's CRC as S3 states it.
 func (w *shardWriter) want() string {
-	return checksumHeader(crc64Combine(w.whole, w.part.Sum64(), int64(len(*w.buf))))
+	return w.s.sum.header(w.s.sum.combine(w.whole, w.s.sum.value(w.part), int64(len(*w.buf))))
 }
 
 // Commit completes the upload (sealing it first if Seal was not called) —
 // or, for a shard smaller than one part, puts it whole — and then proves
-// the object is stored: HeadObject must show its size and CRC64NVME. On a
+// the object is stored: HeadObject must show its size and CRC. On a
 // failure the upload is aborted, unless it was sealed: a sealed upload is
 // left for Finish, since a journal may count on it.
 func (w *shardWriter) Commit() error {
 	defer w.release()
 	if w.uploadID == "" {
-		return w.s.putVerified(w.ctx, w.key, *w.buf, w.want())
+		return w.s.putVerified(w.ctx, w.key, *w.buf, w.s.sum, w.want())
 	}
 	if w.sealed == "" {
 		want := w.want()
@@ -228,11 +225,11 @@ func (w *shardWriter) Commit() error {
 			w.abort()
 			return err
 		}
-		if err := w.s.complete(w.ctx, w.key, w.uploadID, w.parts(), w.size, want); err != nil {
+		if err := w.s.complete(w.ctx, w.key, w.uploadID, w.parts(), w.size, w.s.sum, want); err != nil {
 			w.abort()
 			return err
 		}
-	} else if err := w.s.complete(w.ctx, w.key, w.uploadID, w.parts(), w.size, w.sealed); err != nil {
+	} else if err := w.s.complete(w.ctx, w.key, w.uploadID, w.parts(), w.size, w.s.sum, w.sealed); err != nil {
 		return err
 	}
 	if w.s.hooks.Done != nil {
@@ -249,18 +246,17 @@ func (w *shardWriter) parts() []types.CompletedPart {
 	return parts
 }
 
-// complete completes an upload of size bytes whose whole CRC64NVME is
+// complete completes an upload of size bytes whose whole CRC (sum's) is
 // want, and proves the object stored.
-func (s *Sink) complete(ctx context.Context, key, uploadID string, parts []types.CompletedPart, size int64, want string) error {
+func (s *Sink) complete(ctx context.Context, key, uploadID string, parts []types.CompletedPart, size int64, sum checksum, want string) error {
 	in := &s3.CompleteMultipartUploadInput{
-		Bucket:            &s.bucket,
-		Key:               &key,
-		UploadId:          &uploadID,
-		MultipartUpload:   &types.CompletedMultipartUpload{Parts: parts},
-		ChecksumCRC64NVME: aws.String(want),
-		ChecksumType:      types.ChecksumTypeFullObject,
-		MpuObjectSize:     aws.Int64(size),
+		Bucket:          &s.bucket,
+		Key:             &key,
+		UploadId:        &uploadID,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+		MpuObjectSize:   aws.Int64(size),
 	}
+	sum.completeInput(in, want)
 	if s.conditional {
 		in.IfNoneMatch = aws.String("*")
 	}
@@ -272,7 +268,7 @@ func (s *Sink) complete(ctx context.Context, key, uploadID string, parts []types
 		// stored object settles it.
 		s.log.Debug("complete was ambiguous; settling by HeadObject", zap.String("key", key), zap.Error(err))
 	}
-	if verr := s.verify(ctx, key, size, want); verr != nil {
+	if verr := s.verify(ctx, key, size, sum, want); verr != nil {
 		if err == nil {
 			err = verr
 		} else if !errors.Is(verr, errNotStored) {

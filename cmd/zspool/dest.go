@@ -38,6 +38,7 @@ func newDestFlags(fs *pflag.FlagSet) *destFlags {
 	fs.DurationVar((*time.Duration)(&f.retry.MaxBackoff), "max-backoff", time.Duration(f.retry.MaxBackoff), "cap of the backoff between attempts")
 	fs.BoolVar(&d.NoRequestChecksums, "no-request-checksums", d.NoRequestChecksums, "only send checksums an operation requires (older S3 servers)")
 	fs.StringVar(&d.ConditionalWrites, "conditional-writes", d.ConditionalWrites, "If-None-Match: * on writes: auto (probe), on, off")
+	fs.StringVar(&d.Checksum, "checksum", d.Checksum, "each object's whole-object checksum, proven after it is stored: "+strings.Join(config.ChecksumChoices, " or "))
 	fs.StringVar(&d.StorageClass, "storage-class", "", "storage class of every object (STANDARD, STANDARD_IA, …); empty: the bucket's default")
 	fs.StringVar(&d.SSE, "sse", "", "server-side encryption: AES256 (SSE-S3) or aws:kms (SSE-KMS); empty: the bucket's default")
 	fs.StringVar(&d.SSEKMSKeyID, "sse-kms-key-id", "", "with --sse aws:kms: the KMS key id or ARN")
@@ -47,7 +48,7 @@ func newDestFlags(fs *pflag.FlagSet) *destFlags {
 
 // writeOnly are the flags that shape writes: commands that only read hide
 // them.
-var writeOnly = []string{"part-size", "max-parts-in-flight", "conditional-writes", "storage-class", "sse", "sse-kms-key-id", "tag"}
+var writeOnly = []string{"part-size", "max-parts-in-flight", "conditional-writes", "checksum", "storage-class", "sse", "sse-kms-key-id", "tag"}
 
 // config is the destination the flags describe, checked: its options with
 // config's one wording, as --flag: message.
