@@ -21,6 +21,10 @@
 #                                     would add the unlink of each 16 GiB file,
 #                                     ~1–2 s on tmpfs, to the next job's wait)
 #
+# Rows 4 and 5 also report the S3 server's CPU-seconds and the machine's
+# busy share: the server shares the host's cores, and where they run out,
+# what each client makes the server do decides the rate.
+#
 # The GPU host has no Go toolchain and no network: build the binaries here
 # with bench/path-host-build.sh, which puts them in .dev/, and bring them:
 #   ZSPOOL     zspool built with -tags cuda           (default .dev/zspool)
@@ -127,14 +131,27 @@ gwpid=$!
 endpoint=http://127.0.0.1:$port
 for _ in $(seq 1 100); do curl -sf -o /dev/null "$endpoint/health" && break; sleep 0.1; done
 
+# What an upload costs the host, where the S3 server shares its cores: the
+# server's CPU-seconds and the whole machine's busy share over a run.
+gwcpu() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$gwpid/stat"; }
+busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+# cost CMD…: runs CMD, then appends to cost.out "server CPU-s, busy %".
+cost() {
+	local g0 b0 t0 b1 t1
+	g0=$(gwcpu)
+	read -r b0 t0 < <(busy)
+	"$@"
+	read -r b1 t1 < <(busy)
+	echo "$(calc "$(gwcpu) - $g0") $(calc "100 * ($b1 - $b0) / ($t1 - $t0)")" >>"$work/cost.out"
+}
 echo "== 4. transfer manager: item 1's dataset → S3"
-"$s3upload" -endpoint "$endpoint" -dir "$work/gpu/cam.ome.zarr" -dest s3://bench/tm | tee "$work/4.out"
+cost "$s3upload" -endpoint "$endpoint" -dir "$work/gpu/cam.ome.zarr" -dest s3://bench/tm | tee "$work/4.out"
 out_bytes=$(du -sb "$work/gpu/cam.ome.zarr" | cut -f1)
 rm -rf "$work/gpu" "$work/s3/bench/tm" "$work/sidecar/bench/tm"
 echo "== 5. zspool convert --engine gpu → S3"
 quiet=(--quiet)
 [ -z "${DEBUG_LOGS:-}" ] || quiet=(--quiet --log-level debug)
-timed "$zspool" convert "$work/cam.json" --dest s3://bench/zs --engine "$gpu" --endpoint "$endpoint" --path-style "${quiet[@]}" 2>"$work/5.log" | tee "$work/5.out"
+cost timed "$zspool" convert "$work/cam.json" --dest s3://bench/zs --engine "$gpu" --endpoint "$endpoint" --path-style "${quiet[@]}" 2>"$work/5.log" | tee "$work/5.out"
 grep -v DEBUG "$work/5.log" || true
 rm -rf "$work/s3/bench/zs" "$work/sidecar/bench/zs"
 echo "== 5b. the same with 64 parts in flight"
@@ -208,6 +225,10 @@ echo
 printf 'CPU vs tensorstore: %.2f×; S3 out vs transfer manager: %.2f×; daemon vs convert to S3: %.2f×\n' \
 	"$(calc "$(rate_of "$work/2.out") / $ts_rate")" "$(calc "$zs_out / $tm_rate")" \
 	"$(calc "2 * $raw_gib / $daemon_s / $zs_rate")"
+read -r tm_srv tm_busy < <(sed -n 1p "$work/cost.out")
+read -r zs_srv zs_busy < <(sed -n 2p "$work/cost.out")
+printf 'S3 server CPU-seconds (machine busy): 4. transfer manager %.1f (%.0f%%); 5. zspool convert %.1f (%.0f%%, its start-up included)\n' \
+	"$tm_srv" "$tm_busy" "$zs_srv" "$zs_busy"
 ratio() { calc "$raw_gib * 1073741824 / $1"; }
 ts_ratio=$(sed -n 's/.* ratio \([0-9.]*\),.*/\1/p' "$work/3.out" | tail -1)
 printf 'ratio (raw / stored bytes): 1. gpu %.3f; 2. cpu %.3f; 2b. cpu klauspost %.3f; 3. tensorstore %s\n' \
