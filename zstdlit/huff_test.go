@@ -134,3 +134,24 @@ func pow(x float64, n int) float64 {
 	}
 	return p
 }
+
+func TestHistogramCountsEveryByteOnBothSidesOfItsSmallInputCutoff(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	data := make([]byte, 3*4096+13)
+	for i := range data {
+		data[i] = byte(rng.IntN(7)) // few values: repeats on every table
+		if i%2 == 1 {
+			data[i] = byte(rng.Uint32())
+		}
+	}
+	var h [histTables][256]uint32
+	for _, n := range []int{0, 1, 7, 4095, 4096, 4096 + 7, len(data)} {
+		var want [256]uint32
+		for _, c := range data[:n] {
+			want[c]++
+		}
+		if got := histogram(&h, data[:n]); *got != want {
+			t.Errorf("%d bytes: counts differ from a plain count", n)
+		}
+	}
+}

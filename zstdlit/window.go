@@ -384,7 +384,7 @@ func oneByte(b []byte) bool {
 
 // entropy is the order-0 entropy of b in bits per byte.
 func entropy(b []byte) float64 {
-	var h [4][256]uint32
+	var h [histTables][256]uint32
 	hist := histogram(&h, b)
 	n := float64(len(b))
 	var e float64

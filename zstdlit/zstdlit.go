@@ -187,7 +187,7 @@ func minGain(n int) int { return n>>6 + 2 }
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 type encoder struct {
-	hist [4][256]uint32
+	hist [histTables][256]uint32
 	h    huffEnc
 	p    parser
 	sw   seqWriter
@@ -237,22 +237,43 @@ func (e *encoder) matches(blk []byte) (lits, section []byte) {
 	return blk, e.noSeqs[:]
 }
 
-// histogram counts the bytes of b in four interleaved tables, which keeps
-// repeated bytes from serializing on one counter.
-func histogram(h *[4][256]uint32, b []byte) *[256]uint32 {
-	*h = [4][256]uint32{}
+// histTables is how many tables histogram counts in: byte i goes to table
+// i mod 8. Repeated bytes would serialize on one counter, each increment
+// waiting for the last; 12-bit samples repeat every other byte (their high
+// bytes take a few values), so with four tables two of them took every
+// second increment. Eight, fed by one 8-byte load, count bright camera
+// literals at 2.25 against 1.78 GB/s on a dev core.
+const histTables = 8
+
+// histogram counts the bytes of b and returns the counts (h's first
+// table).
+func histogram(h *[histTables][256]uint32, b []byte) *[256]uint32 {
+	if len(b) < 4096 {
+		// Clearing and adding up eight tables would cost more than counting.
+		h[0] = [256]uint32{}
+		for _, c := range b {
+			h[0][c]++
+		}
+		return &h[0]
+	}
+	*h = [histTables][256]uint32{}
 	i := 0
-	for ; i+4 <= len(b); i += 4 {
-		h[0][b[i]]++
-		h[1][b[i+1]]++
-		h[2][b[i+2]]++
-		h[3][b[i+3]]++
+	for ; i+8 <= len(b); i += 8 {
+		v := binary.LittleEndian.Uint64(b[i:])
+		h[0][byte(v)]++
+		h[1][byte(v>>8)]++
+		h[2][byte(v>>16)]++
+		h[3][byte(v>>24)]++
+		h[4][byte(v>>32)]++
+		h[5][byte(v>>40)]++
+		h[6][byte(v>>48)]++
+		h[7][byte(v>>56)]++
 	}
 	for ; i < len(b); i++ {
 		h[0][b[i]]++
 	}
 	for s := range h[0] {
-		h[0][s] += h[1][s] + h[2][s] + h[3][s]
+		h[0][s] += h[1][s] + h[2][s] + h[3][s] + h[4][s] + h[5][s] + h[6][s] + h[7][s]
 	}
 	return &h[0]
 }
