@@ -20,8 +20,12 @@ import (
 	"github.com/zspool/zspool/zarr"
 )
 
-// writeBuffer batches small chunks into fewer write calls.
-const writeBuffer = 1 << 20
+// writeBuffer batches small chunks into fewer write calls; directWrite
+// and larger writes are worth a call of their own.
+const (
+	writeBuffer = 1 << 20
+	directWrite = 64 << 10
+)
 
 // Dir is a destination rooted at a local directory.
 type Dir struct {
@@ -119,7 +123,18 @@ type writer struct {
 	final string
 }
 
-func (w *writer) Write(p []byte) (int, error) { return w.bw.Write(p) }
+// Write batches small writes; one of directWrite or more goes to the file
+// as it is, after what is batched: copying it into the buffer first would
+// be a second pass over every byte of a shard of large chunks.
+func (w *writer) Write(p []byte) (int, error) {
+	if len(p) < directWrite {
+		return w.bw.Write(p)
+	}
+	if err := w.bw.Flush(); err != nil {
+		return 0, err
+	}
+	return w.f.Write(p)
+}
 
 // Commit flushes, fsyncs, renames into place and fsyncs the directory.
 func (w *writer) Commit() error {

@@ -361,3 +361,30 @@ func TestConcurrentWritersShareNewDirectories(t *testing.T) {
 		}
 	}
 }
+
+func TestSmallAndLargeWritesLandInOrder(t *testing.T) {
+	d := newDir(t)
+	ctx := t.Context()
+	data := pattern(4<<20 + 101)
+	// Sizes on both sides of the direct-write threshold, small ones left
+	// in the buffer before a large one.
+	sizes := []int{10, 70000, 5, 1 << 20, 3, 64 << 10, 64<<10 - 1, 1<<20 + 7, 200}
+	w, err := d.Create(ctx, "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := 0
+	for i := 0; off < len(data); i++ {
+		n := min(sizes[i%len(sizes)], len(data)-off)
+		if _, err := w.Write(data[off : off+n]); err != nil {
+			t.Fatal(err)
+		}
+		off += n
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Get(ctx, "obj"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get gave %d bytes (err %v) that differ from the %d written in order", len(got), err, len(data))
+	}
+}
