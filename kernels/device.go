@@ -102,6 +102,7 @@ type functions struct {
 	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
 	keys, scan                   cu.Function
 	litSeed, litParse, litSeq    cu.Function
+	litChunkSeed, litParse3      cu.Function
 	litCompact                   cu.Function
 	litPlan, litFrame, litEncode cu.Function
 	litChecksum                  cu.Function
@@ -180,6 +181,8 @@ func (d *Device) setup(ordinal int) error {
 	d.fn.scan = get("zs_exclusive_scan")
 	d.fn.litSeed = get("zl_seed")
 	d.fn.litParse = get("zl_parse")
+	d.fn.litChunkSeed = get("zl_cseed")
+	d.fn.litParse3 = get("zl_parse3")
 	d.fn.litSeq = get("zl_seq")
 	d.fn.litCompact = get("zl_compact")
 	d.fn.litPlan = get("zl_plan")
@@ -194,9 +197,13 @@ func (d *Device) setup(ordinal int) error {
 	if err != nil {
 		return fail(err)
 	}
-	// zl_seed's table is larger than the static 48 KiB a CTA gets.
+	// zl_seed's and zl_parse3's tables are larger than the static 48 KiB
+	// a CTA gets.
 	if err := setMaxDynamicShared(d.fn.litSeed, litSeedShared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_seed: %w", ordinal, err))
+	}
+	if err := setMaxDynamicShared(d.fn.litParse3, litParse3Shared); err != nil {
+		return fail(fmt.Errorf("GPU %d: kernel zl_parse3: %w", ordinal, err))
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (e *Engine) allocate() error {
 	need += layoutBytes + 4*flagChunks + 8*flagChunks + 8*sizeKeys
 	// Level chunks are never larger than level 0's (same shape, clamped).
 	if e.gpuZstd {
-		need += litScratchBytes(e.chunk, flagChunks)
+		need += litScratchBytes(e.chunk, flagChunks, e.litOpt)
 	}
 	if free, _, err := cu.MemInfo(); err == nil && need > free {
 		return fmt.Errorf("the engine needs %s of GPU memory, %s is free: lower dimensions[0].chunk",

@@ -199,16 +199,75 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 	}
 }
 
+// zl_cseed: from level 3, one CTA per chunk of more than one block (at
+// most zstdlit's singleSegmentLimit): walks the chunk's blocks in order
+// with the chunk's table of latest positions (2^bits entries of key-byte
+// hashes in global memory, tabs holding one a CTA) and gives every
+// eligible position whose seed zl_seed left empty the table's entry from
+// before the position's block went in (block-relative, so negative), when
+// the entry's tag agrees (chunk_seed_block says why that is enough). An
+// entry is the position + 1 above tag_bits more bits of its hash, 0 for
+// none, so that atomicMax still keeps the latest position. Runs after
+// zl_seed; the blocks zl_seed skips are skipped, but every block but the
+// last goes into the table, as zstdlit's endBlock has it.
+extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
+    zl_cseed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_chunks, const uint32_t *nonfill,
+             uint32_t *seed, uint32_t key, uint32_t bits, uint32_t tag_bits, uint32_t *tabs)
+{
+	uint32_t *tab = tabs + ((uint64_t)blockIdx.x << bits);
+	const unsigned t = threadIdx.x;
+	const uint32_t hm = zl::key_hi(key);
+	for (uint64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
+		if (nonfill != nullptr && nonfill[chunk] == 0)
+			continue;
+		for (uint32_t h = t; h < (1u << bits); h += zl::kSeedThreads)
+			tab[h] = 0;
+		__syncthreads();
+		const uint8_t *cs = src + chunk * chunk_bytes;
+		uint32_t *out = seed + chunk * chunk_bytes;
+		for (uint32_t b = 0; b < bpc; b++) {
+			const uint32_t off = b * zl::kBlock;
+			const uint32_t n = chunk_bytes - off < zl::kBlock ? (uint32_t)(chunk_bytes - off) : zl::kBlock;
+			if (b > 0 && n >= zl::kMinHuff)
+				zl::chunk_seed_block(cs, off, n, out, key, hm, bits, tag_bits, tab);
+			__syncthreads();
+			if (b + 1 < bpc)
+				for (uint32_t i = t; i + key <= n; i += zl::kSeedThreads) {
+					uint32_t lo, hi, tag;
+					zl::key_words(cs + off, i, n, hm, lo, hi);
+					const uint32_t h = zl::tagged_hash(lo, hi, bits, tag_bits, tag);
+					atomicMax(&tab[h], (off + i + 1) << tag_bits | tag);
+				}
+			__syncthreads();
+		}
+	}
+}
+
 // zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment;
 // min_match is zstdlit.Options' ShortestMatch, key its KeyBytes (6, or 5
 // from level 3); seed is zl_seed's candidates, side takes the
-// Offset_Values too large to pack.
+// Offset_Values too large to pack. The fast rung's segment table; zl_parse3
+// is the same with the strong rung's, in dynamic shared memory.
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
              uint32_t key)
 {
-	__shared__ zl::ParseShared S;
+	__shared__ zl::ParseShared<zl::kFastHashBits> S;
+	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
+		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3),
+		                  min_match, key, seed, side, S);
+		__syncwarp();
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
+    zl_parse3(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
+              uint32_t key)
+{
+	extern __shared__ uint4 parse_mem[];
+	auto &S = *reinterpret_cast<zl::ParseShared<zl::kStrongHashBits> *>(parse_mem);
 	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
 		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3),
 		                  min_match, key, seed, side, S);

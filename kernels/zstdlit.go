@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -33,6 +34,31 @@ const (
 // asks for its own rung's.
 var litSeedShared = zstdlit.Options{Level: 3}.SeedTableBytes()
 
+// litParse3Shared is zl_parse3's ParseShared: 32 segments' bytes and their
+// tables of the strong rung, three 10-bit entries a word.
+var litParse3Shared = 32 * 4 * (zstdlit.SegmentSize/4 + (1<<zstdlit.Options{Level: 3}.SegmentTableBits()+2)/3)
+
+// litChunkSeedCTAs bounds zl_cseed's grid, one CTA a chunk at a time:
+// the scratch holds a chunk table for each (512 KiB at 2^17 entries). The
+// tables' random reads and atomics want L2, not HBM: on the H100, 1 GiB of
+// 2 MiB camera chunks took the seed kernels 36–37 ms with 64 tables (32
+// MiB), 42–43 with 48, 54–56 with 32, 43–47 with 96 and 50–58 with 128.
+const litChunkSeedCTAs = 64
+
+// litChunkTables is the bytes of zl_cseed's tables for nChunks chunks of
+// chunkBytes; 0 when opt keeps none.
+func litChunkTables(chunkBytes, nChunks int64, opt zstdlit.Options) int64 {
+	b := opt.ChunkTableBits(int(chunkBytes))
+	if b == 0 || nChunks == 0 {
+		return 0
+	}
+	return min(nChunks, litChunkSeedCTAs) * 4 << b
+}
+
+// litTagBits is the bits of hash that zl_cseed keeps below an entry's
+// position + 1 for chunks of chunkBytes.
+func litTagBits(chunkBytes int64) int { return 32 - bits.Len64(uint64(chunkBytes)+1) }
+
 // litSegs is the number of segment slots of a chunk of n bytes.
 func litSegs(n int64) int64 { return max(1, (n+zstdlit.SegmentSize-1)/zstdlit.SegmentSize) }
 
@@ -58,8 +84,9 @@ func LitFrameBound(n int64, opt zstdlit.Options) int64 {
 type litScratch struct {
 	blocks, tables, err     cu.DevicePtr
 	seqs, meta, lit         cu.DevicePtr
-	seed, side              cu.DevicePtr
+	seed, side, chunkTabs   cu.DevicePtr
 	capBlocks, capSegs, cap int64
+	capChunks               int64
 	opt                     zstdlit.Options
 	// marks, when set (benchmarks), are recorded after the seeds, the
 	// parse, the sequences and the packing of literals.
@@ -87,6 +114,7 @@ func (s *litScratch) buffers() []litBuffer {
 		{&s.blocks, s.capBlocks * litBlockBytes}, {&s.tables, s.capBlocks * litTableBytes}, {&s.err, 8},
 		{&s.seqs, s.capSegs * litSlotBytes}, {&s.meta, s.capSegs * 4}, {&s.lit, s.cap},
 		{&s.seed, 4 * s.cap}, {&s.side, s.capSegs * litSlotBytes},
+		{&s.chunkTabs, litChunkTables(s.cap/max(s.capChunks, 1), s.capChunks, s.opt)},
 	}
 }
 
@@ -94,14 +122,14 @@ func (s *litScratch) buffers() []litBuffer {
 // chunkBytes, nothing allocated yet.
 func newLitScratch(chunkBytes, nChunks int64, opt zstdlit.Options) *litScratch {
 	return &litScratch{capBlocks: litBlocks(chunkBytes) * nChunks, capSegs: litSegs(chunkBytes) * nChunks,
-		cap: chunkBytes * nChunks, opt: opt}
+		cap: chunkBytes * nChunks, capChunks: nChunks, opt: opt}
 }
 
 // litScratchBytes is the device memory allocLit takes for nChunks chunks
-// of up to chunkBytes.
-func litScratchBytes(chunkBytes, nChunks int64) int64 {
+// of up to chunkBytes at opt's level.
+func litScratchBytes(chunkBytes, nChunks int64, opt zstdlit.Options) int64 {
 	var n int64
-	for _, b := range newLitScratch(chunkBytes, nChunks, zstdlit.Options{}).buffers() {
+	for _, b := range newLitScratch(chunkBytes, nChunks, opt).buffers() {
 		n += b.n
 	}
 	return n
@@ -159,10 +187,24 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(lit.opt.SeedBits()))); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
+	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {
+		if nChunks > lit.capChunks {
+			return fmt.Errorf("zstd encoder: %d chunks, chunk tables for %d", nChunks, lit.capChunks)
+		}
+		if err := d.fn.litChunkSeed.Launch(int(min(nChunks, litChunkSeedCTAs)), 1, 1, litSeedThreads, 1, 1, 0, s,
+			args(src, cb, cu.DevicePtr(bpc), cu.DevicePtr(nChunks), nonfill, lit.seed, key, cu.DevicePtr(tb),
+				cu.DevicePtr(litTagBits(chunkBytes)), lit.chunkTabs)); err != nil {
+			return fmt.Errorf("launch zstd chunk seeds: %w", err)
+		}
+	}
 	if err := lit.mark(s, 0); err != nil {
 		return err
 	}
-	if err := d.fn.litParse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, 0, s,
+	parse, shared := d.fn.litParse, 0
+	if lit.opt.Strong() {
+		parse, shared = d.fn.litParse3, litParse3Shared
+	}
+	if err := parse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, shared, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),
 			lit.seed, lit.side, key)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)

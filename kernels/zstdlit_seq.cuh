@@ -15,7 +15,10 @@
 
 constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
 constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
-constexpr int kHashBits = 8;
+// The segment table's bits: kFastHashBits below level 3, kStrongHashBits
+// from it (zstdlit's fastLocalBits, strongLocalBits).
+constexpr int kFastHashBits = 8;
+constexpr int kStrongHashBits = 10;
 constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the shortest match of any rung
 constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 204: the most a segment holds (zstdlit.MaxSegmentSeqs)
 // kNoPos is an empty entry of a segment's table: 10 bits of ones, never a
@@ -47,9 +50,12 @@ __device__ __forceinline__ uint32_t meta_nseq(uint32_t m) { return m & 0xFF; }
 __device__ __forceinline__ uint32_t meta_nlit(uint32_t m) { return (m >> 8) & 0x7FF; }
 __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 0x7FF; }
 
-// The parse (zstdlit/match.go): the segment's own table of kHashBits bits,
-// and the block's seed, built apart by zl_seed into a candidate a byte
-// (block-relative, kNoSeed for none). The level's rung sets the key (6
+// The parse (zstdlit/match.go): the segment's own table of HB bits, and
+// the block's seed, built apart by zl_seed (and, from level 3, zl_cseed
+// from the chunk's earlier blocks) into a candidate a byte (block-relative,
+// as a two's-complement int32 when it lies in an earlier block; kNoSeed
+// for none, never a position: an earlier block's last eligible one is
+// key bytes before its end). The level's rung sets the key (6
 // bytes, or 5 from level 3) and the seed's bits (14, or 15), which the
 // host passes to both kernels and sizes zl_seed's shared memory by.
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
@@ -116,21 +122,22 @@ __device__ __forceinline__ uint32_t rep_code(uint32_t *hist, int &known, uint32_
 // ParseShared holds, for each of the warp's 32 segments, its bytes and
 // its table of latest positions, both interleaved by lane: lane l's word k
 // is data[k][l], so every lane always reads its own bank, wherever in its
-// segment it is. The table packs three 10-bit positions a word: 43 KiB a
-// CTA, so that five of them (warps) fit an SM where four did with 16-bit
-// entries (48 KiB), and the parse, which waits on its loads, has a fifth
-// more warps to switch to.
+// segment it is. The table packs three 10-bit positions a word: at the
+// fast rung 43 KiB a CTA, so that five of them (warps) fit an SM where
+// four did with 16-bit entries (48 KiB), and the parse, which waits on its
+// loads, has a fifth more warps to switch to. The strong rung's table of
+// 2^10 entries takes 75 KiB a CTA, from dynamic shared memory.
 constexpr uint32_t kSegWords = kSeg / 4;
-constexpr uint32_t kTabWords = ((1u << kHashBits) + 2) / 3;
-struct ParseShared {
+template <int HB> struct ParseShared {
+	static constexpr uint32_t kTabWords = ((1u << HB) + 2) / 3;
 	uint32_t data[kSegWords][kParseThreads];
 	uint32_t tab[kTabWords][kParseThreads]; // three 10-bit entries a word
 };
-static_assert(sizeof(ParseShared) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
+static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
 
 // SegView reads one lane's segment out of ParseShared.
-struct SegView {
-	ParseShared &S;
+template <int HB> struct SegView {
+	ParseShared<HB> &S;
 	unsigned lane;
 	__device__ __forceinline__ uint32_t byte(uint32_t pos) const
 	{
@@ -196,7 +203,8 @@ struct SegView {
 };
 
 // load_segment copies the n bytes at p into the lane's columns of S.
-__device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseShared &S, unsigned lane)
+template <int HB>
+__device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseShared<HB> &S, unsigned lane)
 {
 	if (((uintptr_t)p & 15) == 0) {
 		const uint4 *v = reinterpret_cast<const uint4 *>(p);
@@ -225,28 +233,31 @@ __device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseSha
 }
 
 // seed_match_len is the length of the common prefix of blk[c..] (global
-// memory, an earlier segment's bytes) and the lane's segment from i,
-// capped at the segment's end n.
-__device__ __forceinline__ uint32_t seed_match_len(const SegView &V, const uint8_t *__restrict__ blk, uint32_t c,
+// memory, an earlier segment's bytes, c negative in an earlier block) and
+// the lane's segment from i, capped at the segment's end n.
+template <int HB>
+__device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const uint8_t *__restrict__ blk, uint32_t c,
                                                    uint32_t i, uint32_t n)
 {
+	const uint8_t *q = blk + (int32_t)c;
 	uint32_t l = 0;
 	while (i + l + 8 <= n) {
-		const uint32_t x0 = gword(blk + c + l) ^ V.word(i + l), x1 = gword(blk + c + l + 4) ^ V.word(i + l + 4);
+		const uint32_t x0 = gword(q + l) ^ V.word(i + l), x1 = gword(q + l + 4) ^ V.word(i + l + 4);
 		if (x0 != 0)
 			return l + (uint32_t)(__ffs(x0) - 1) / 8;
 		if (x1 != 0)
 			return l + 4 + (uint32_t)(__ffs(x1) - 1) / 8;
 		l += 8;
 	}
-	while (i + l < n && blk[c + l] == V.byte(i + l))
+	while (i + l < n && q[l] == V.byte(i + l))
 		l++;
 	return l;
 }
 
 // insert_range puts positions from..to-1 in the lane's table of key
 // hashes (hm is key_hi), in order, a window at a time.
-__device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, uint32_t to, uint32_t hm)
+template <int HB>
+__device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from, uint32_t to, uint32_t hm)
 {
 	for (uint32_t j = from; j < to; j += kBatch) {
 		uint32_t x[kBatch], y[kBatch];
@@ -255,7 +266,7 @@ __device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, ui
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++)
 			if (j + k < to)
-				V.set(seed_hash(x[k], y[k] & hm, kHashBits), j + k);
+				V.set(seed_hash(x[k], y[k] & hm, HB), j + k);
 	}
 }
 
@@ -275,11 +286,12 @@ __device__ __forceinline__ void insert_range(const SegView &V, uint32_t from, ui
 // which turns kBatch dependent chains of shared-memory loads into one; one
 // lane per segment leaves little else to hide their latency behind. The
 // batch's seeds are loaded from global memory together.
-__device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__restrict__ slot,
+template <int HB>
+__device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__restrict__ slot,
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
-	for (uint32_t h = 0; h < kTabWords; h++)
+	for (uint32_t h = 0; h < ParseShared<HB>::kTabWords; h++)
 		V.S.tab[h][V.lane] = 0xFFFFFFFFu; // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	uint32_t hist[3] = {0, 0, 0};
@@ -296,7 +308,7 @@ __device__ uint32_t parse_segment(const SegView &V, uint32_t n, uint32_t *__rest
 		V.window(i + 4, y);
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++) {
-			h[k] = seed_hash(x[k], y[k] & hm, kHashBits);
+			h[k] = seed_hash(x[k], y[k] & hm, HB);
 			c[k] = V.get(h[k]);
 		}
 		// The batch's own earlier positions are newer than the table's.
@@ -638,13 +650,82 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 	n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
 }
 
+// key_words is the key at i of the n bytes at p: lo its bytes 0-3, hi
+// the rest masked by hm. i + key ≤ n; bytes past n are read as 0, never
+// loaded (the last block of the last chunk ends the allocation).
+__device__ __forceinline__ void key_words(const uint8_t *__restrict__ p, uint32_t i, uint32_t n, uint32_t hm,
+                                          uint32_t &lo, uint32_t &hi)
+{
+	if (i + 8 <= n) {
+		lo = gword(p + i);
+		hi = gword(p + i + 4) & hm;
+		return;
+	}
+	uint64_t v = 0;
+	for (uint32_t b = 0; b < 8 && i + b < n; b++)
+		v |= (uint64_t)p[i + b] << (8 * b);
+	lo = (uint32_t)v;
+	hi = (uint32_t)(v >> 32) & hm;
+}
+
+// tagged_hash is seed_hash's index of bits bits and, in tag, the tb bits
+// of the same product below them.
+__device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32_t bits, uint32_t tb, uint32_t &tag)
+{
+	const uint64_t x = (((uint64_t)lo | (uint64_t)hi << 32) << 16) * 0xCF1BBCDCB7A56463ull;
+	tag = (uint32_t)(x >> (64 - bits - tb)) & ((1u << tb) - 1);
+	return (uint32_t)(x >> (64 - bits));
+}
+
+// chunk_seed_block is zl_cseed's look-up for the block of n bytes at
+// cs + off: every position eligible in its segment whose seed is empty
+// takes the chunk table's entry when the entry's tag is the position's.
+// The key bytes are not compared here: the parse measures the match of
+// every seed it is handed, and one whose key bytes differ (a chance of one
+// in 2^tb among those whose hash agrees) comes out shorter than the key,
+// so the parse turns it down as the reference, which never hands it over,
+// finds no seed. Comparing here would load each entry's bytes twice.
+// Eight positions a thread at once, so that their loads are in flight
+// together.
+__device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, uint32_t n,
+                                 uint32_t *__restrict__ out, uint32_t key, uint32_t hm, uint32_t bits, uint32_t tb,
+                                 const uint32_t *__restrict__ tab)
+{
+	constexpr uint32_t kPer = 8;
+	for (uint32_t i0 = threadIdx.x; i0 < n; i0 += kPer * kSeedThreads) {
+		uint32_t c[kPer], tag[kPer], h[kPer];
+		bool want[kPer];
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++) {
+			const uint32_t i = i0 + k * kSeedThreads;
+			const uint32_t seg_end = (i / kSeg + 1) * kSeg < n ? (i / kSeg + 1) * kSeg : n;
+			want[k] = i + key <= seg_end && out[off + i] == kNoSeed;
+		}
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			if (want[k]) {
+				uint32_t lo, hi;
+				key_words(cs + off, i0 + k * kSeedThreads, n, hm, lo, hi);
+				h[k] = tagged_hash(lo, hi, bits, tb, tag[k]);
+			}
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			c[k] = want[k] ? tab[h[k]] : 0;
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			if (c[k] != 0 && (c[k] & ((1u << tb) - 1)) == tag[k])
+				out[off + i0 + k * kSeedThreads] = (c[k] >> tb) - 1 - off;
+	}
+}
+
 // parse_quarter parses quarter h of block bi: one segment per lane.
 // seed is zl_seed's output; side takes the escaped Offset_Values.
+template <int HB>
 __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
                               uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
                               uint32_t key, const uint32_t *__restrict__ seed, uint32_t *__restrict__ side,
-                              ParseShared &S)
+                              ParseShared<HB> &S)
 {
 	uint64_t chunk, off;
 	uint32_t n;
@@ -660,7 +741,7 @@ __device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_by
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
-	segMeta[g] = parse_segment(SegView{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match, blk, a,
+	segMeta[g] = parse_segment(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match, blk, a,
 	                           seed + chunk * chunk_bytes + off + a, key);
 }
 

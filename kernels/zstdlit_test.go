@@ -190,6 +190,26 @@ func TestLitKernelsWriteTheReferenceBytesForRandomBatches(t *testing.T) {
 	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{Level: 3})
 }
 
+// Chunks of a block and a half at level 3, more of them than zl_cseed has
+// CTAs: it walks two blocks a chunk, the second short, and takes up a
+// table another chunk left behind.
+func TestLitKernelsSeedChunksOfABlockAndAHalfAtLevel3(t *testing.T) {
+	d := openDevice(t)
+	cam := synth.CameraBright(512, 512)
+	var chunks [][]byte
+	for _, ch := range cam.ZarrChunks() {
+		for off := 0; off+(192<<10) <= len(ch); off += 192 << 10 {
+			chunks = append(chunks, ch[off:off+(192<<10)])
+		}
+	}
+	for len(chunks) < litChunkSeedCTAs+40 {
+		chunks = append(chunks, chunks[len(chunks)%7])
+	}
+	opt := zstdlit.Options{Level: 3}
+	sameAsReference(t, fmt.Sprintf("%d camera chunks of 192 KiB at level 3", len(chunks)), chunks,
+		encodeOnGPU(t, d, chunks, opt), opt)
+}
+
 func TestLitKernelsAppendTheXXH64ChecksumWhenAsked(t *testing.T) {
 	d := openDevice(t)
 	r := rand.New(rand.NewPCG(64, 64))

@@ -17,13 +17,14 @@ import "encoding/binary"
 //
 // Rules (the GPU must follow them bit for bit):
 //
-//   - The level picks a rung (Options.rung): below level 3, keys of 6 bytes
-//     and a seed of 2^14 entries; from level 3, keys of 5 bytes and a seed
-//     of 2^15. Both tables fit the GPU's shared memory (64 and 128 KiB).
+//   - The level picks a rung (Options.rung): below level 3, keys of 6 bytes,
+//     a segment table of 2^8 entries and a seed of 2^14; from level 3, keys
+//     of 5 bytes, a segment table of 2^10, a seed of 2^15 and the chunk's
+//     table of 2^17 (below). The seed fits the GPU's shared memory (64 and
+//     128 KiB); the chunk's table lives in its global memory.
 //   - A position i of a segment of n bytes is eligible when i+k ≤ n, k
-//     the key length. Its key is its k bytes, hashed (seedHash) to
-//     seedLocalBits bits for the segment's own table and to the rung's
-//     seed bits for the block's.
+//     the key length. Its key is its k bytes, hashed (seedHash) to the
+//     rung's bits for each table.
 //   - The segment's own table holds, by hash, the latest eligible
 //     position before i in the segment (every one is inserted, inside
 //     matches too).
@@ -33,12 +34,19 @@ import "encoding/binary"
 //     on the parse, only on the bytes before the segment, so the GPU can
 //     build it apart (a thread block a block, walking the segments in
 //     order) and hand each position its seed candidate.
+//   - The chunk's table (strong rung, a frame of more than one block and
+//     at most singleSegmentLimit bytes, so that the window is the whole
+//     frame) holds, by hash, the latest position of the chunk's earlier
+//     blocks whose key lies inside its block; a block's positions enter it
+//     after the block, whatever the block's type. A position whose seed
+//     entry is empty or holds other key bytes takes the chunk table's
+//     entry instead, when that one holds the same key bytes.
 //   - At i, the segment's candidate is tried first; when its match is
 //     shorter than the minimum, the seed's is. A match is taken when it is
 //     at least the minimum (the key length, or Options.MinMatch when
 //     larger) and runs to the segment's end at most; a seed match may
-//     start in any earlier segment of the block, so offsets reach up to
-//     the block's size.
+//     start in any earlier segment of the block, or of the chunk, so
+//     offsets reach up to the chunk's size.
 //   - Offsets are coded with repeat codes only against the offsets of the
 //     segment's own earlier sequences, whatever came before it; the
 //     decoder's history agrees with those entries, so the codes are right.
@@ -48,13 +56,16 @@ import "encoding/binary"
 // Measured against libzstd on the camera sets (2 MiB chunks,
 // BenchmarkCameraRatioAgainstLibzstd), level 1 against its level 1: dim
 // 99.4%, bright 100.4%, flat 100.3%, 8-bit 100.7%. Level 3 against its
-// level 3: dim 95.6%, bright 98.4%, flat 96.7%, 8-bit 99.6% (the fast rung
-// there: 95.4, 93.4, 89.8, 97.2). The 5-byte keys find the pixel pairs
-// that flat fields and bright cells repeat; the larger seed keeps more
-// of them. What the rest of libzstd level 3's lead takes is a table over
-// the whole chunk, not the block: in Go, a 2^16-entry one carried across
-// the chunk's blocks keeps dim 97.8%, bright 100.6%, flat 98.4%, which the
-// GPU could only keep in global memory.
+// level 3: dim 99.2%, bright 102.2%, flat 99.2%, 8-bit 102.6%. What each
+// part of the strong rung buys there, one at a time on the rung before it
+// (5-byte keys, a 2^8 segment table, the 2^15 seed: dim 95.6%, bright
+// 98.4%, flat 96.7%, 8-bit 99.6%): the chunk's table of 2^17 takes
+// bright to 102.2% and flat to 99.2% (a flat field or bright cells repeat
+// pixel pairs that only a large table over the whole chunk remembers);
+// the segment table of 2^10 takes dim to 99.2% (dim frames repeat short
+// stretches inside a segment, more distinct keys than 256 entries keep).
+// A larger segment table alone, or the chunk table alone, leaves dim at
+// 97.2% and 97.8%. Longer segments (4 KiB) lose 4% on dim.
 const (
 	// SegmentSize is the span parsed on its own (the GPU's unit per thread).
 	SegmentSize = 1024
@@ -64,17 +75,19 @@ const (
 	minMatchFloor = strongKeyBytes
 	minMatchCeil  = 8
 	noPos         = 0xFFFF
-
-	seedLocalBits = 8
 	noSeed        = -1
 
-	// The ladder's rungs: keys of 6 bytes and a 2^14-entry seed (64 KiB
-	// of the GPU's shared memory) below level 3; 5-byte keys and a
-	// 2^15-entry seed (128 KiB) from level 3.
-	fastKeyBytes   = 6
-	fastSeedBits   = 14
-	strongKeyBytes = 5
-	strongSeedBits = 15
+	// The ladder's rungs: keys of 6 bytes, a 2^8-entry segment table and
+	// a 2^14-entry seed (64 KiB of the GPU's shared memory) below level 3;
+	// 5-byte keys, a 2^10-entry segment table, a 2^15-entry seed (128 KiB)
+	// and a 2^17-entry chunk table from level 3.
+	fastKeyBytes    = 6
+	fastLocalBits   = 8
+	fastSeedBits    = 14
+	strongKeyBytes  = 5
+	strongLocalBits = 10
+	strongSeedBits  = 15
+	chunkTableBits  = 17
 )
 
 // MaxSegmentSeqs is the most sequences a segment's parse writes, at the
@@ -100,14 +113,19 @@ func seedHash(key uint64, bits uint) uint32 { return uint32(((key << 16) * hashP
 
 // parser holds reusable scratch space for parseBlock.
 type parser struct {
-	minMatch uint32 // Options.ShortestMatch
-	keyBytes int    // Options.KeyBytes
-	keyMask  uint64 // the key's bytes of a little-endian 8-byte load
-	seedBits uint   // Options.SeedBits
-	table    [1 << seedLocalBits]uint16
-	seed     []int32 // the block's table
-	lits     []byte
-	seqs     []sequence
+	minMatch  uint32 // Options.ShortestMatch
+	keyBytes  int    // Options.KeyBytes
+	keyMask   uint64 // the key's bytes of a little-endian 8-byte load
+	localBits uint   // the segment table's
+	seedBits  uint   // Options.SeedBits
+	chunkBits uint   // the chunk table's; 0 in a frame without one
+	opt       Options
+	table     []uint16
+	seed      []int32 // the block's table, chunk positions
+	chunk     []int32 // the chunk's table, chunk positions
+	useChunk  bool    // the frame being parsed keeps the chunk table
+	lits      []byte
+	seqs      []sequence
 }
 
 // setRung takes opt's level and shortest match; a parser parses only
@@ -116,10 +134,42 @@ func (p *parser) setRung(opt Options) {
 	k, b := opt.rung()
 	p.keyBytes, p.seedBits, p.minMatch = k, b, uint32(opt.ShortestMatch())
 	p.keyMask = 1<<(8*k) - 1
+	p.localBits = uint(opt.SegmentTableBits())
+	p.opt = opt
+	if len(p.table) != 1<<p.localBits {
+		p.table = make([]uint16, 1<<p.localBits)
+	}
 }
 
-// parseBlock fills p.lits and p.seqs for blk.
-func (p *parser) parseBlock(blk []byte) {
+// startFrame readies the chunk table for a frame of n bytes
+// (Options.ChunkTableBits).
+func (p *parser) startFrame(n int) {
+	p.chunkBits = uint(p.opt.ChunkTableBits(n))
+	p.useChunk = p.chunkBits != 0
+	if !p.useChunk {
+		return
+	}
+	if len(p.chunk) != 1<<p.chunkBits {
+		p.chunk = make([]int32, 1<<p.chunkBits)
+	}
+	for i := range p.chunk {
+		p.chunk[i] = noSeed
+	}
+}
+
+// endBlock enters the eligible positions of src[off:end], a block just
+// written whatever its type, into the chunk table.
+func (p *parser) endBlock(src []byte, off, end int) {
+	if !p.useChunk || end == len(src) {
+		return
+	}
+	for i := off; i+p.keyBytes <= end; i++ {
+		p.chunk[seedHash(p.key(src, i), p.chunkBits)] = int32(i)
+	}
+}
+
+// parseBlock fills p.lits and p.seqs for the block src[off:end].
+func (p *parser) parseBlock(src []byte, off, end int) {
 	p.lits, p.seqs = p.lits[:0], p.seqs[:0]
 	if len(p.seed) != 1<<p.seedBits {
 		p.seed = make([]int32, 1<<p.seedBits)
@@ -128,39 +178,54 @@ func (p *parser) parseBlock(blk []byte) {
 		p.seed[i] = noSeed
 	}
 	carry := uint32(0)
-	for a := 0; a < len(blk); a += SegmentSize {
-		b := min(a+SegmentSize, len(blk))
-		carry = p.parseSegment(blk, a, b, carry)
+	for a := off; a < end; a += SegmentSize {
+		b := min(a+SegmentSize, end)
+		carry = p.parseSegment(src, a, b, carry)
 		for i := a; i+p.keyBytes <= b; i++ {
-			p.seed[seedHash(p.key(blk, i), p.seedBits)] = int32(i)
+			p.seed[seedHash(p.key(src, i), p.seedBits)] = int32(i)
 		}
 	}
 }
 
-// parseSegment parses blk[a:b], the first sequence's literal length
+// seedAt is the seed candidate of i, whose key is key: the block table's
+// entry when it holds the same key bytes, else the chunk table's when that
+// one does, else noSeed.
+func (p *parser) seedAt(src []byte, i int, key uint64) int {
+	if s := int(p.seed[seedHash(key, p.seedBits)]); s != noSeed && p.key(src, s) == key {
+		return s
+	}
+	if p.useChunk {
+		if s := int(p.chunk[seedHash(key, p.chunkBits)]); s != noSeed && p.key(src, s) == key {
+			return s
+		}
+	}
+	return noSeed
+}
+
+// parseSegment parses src[a:b], the first sequence's literal length
 // counting carry more literals from before it, and returns the literals
 // since the segment's last match (plus carry if it has none).
-func (p *parser) parseSegment(blk []byte, a, b int, carry uint32) uint32 {
-	table := &p.table
+func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
+	table := p.table
 	for i := range table {
 		table[i] = noPos
 	}
-	mm, kb := p.minMatch, p.keyBytes
+	mm, kb, lb := p.minMatch, p.keyBytes, p.localBits
 	var hist [3]uint32
 	known := 0
 	litStart := a
 	for i := a; i+kb <= b; {
-		key := p.key(blk, i)
-		h := seedHash(key, seedLocalBits)
+		key := p.key(src, i)
+		h := seedHash(key, lb)
 		c, l := int(table[h]), 0
 		table[h] = uint16(i - a)
 		if c != noPos {
 			c += a
-			l = matchLen(blk, c, i, b)
+			l = matchLen(src, c, i, b)
 		}
 		if uint32(l) < mm {
-			if s := int(p.seed[seedHash(key, p.seedBits)]); s != noSeed {
-				if ls := matchLen(blk, s, i, b); uint32(ls) >= mm {
+			if s := p.seedAt(src, i, key); s != noSeed {
+				if ls := matchLen(src, s, i, b); uint32(ls) >= mm {
 					c, l = s, ls
 				}
 			}
@@ -171,16 +236,16 @@ func (p *parser) parseSegment(blk []byte, a, b int, carry uint32) uint32 {
 		}
 		ll := uint32(i-litStart) + carry
 		carry = 0
-		p.lits = append(p.lits, blk[litStart:i]...)
+		p.lits = append(p.lits, src[litStart:i]...)
 		ov := repCode(&hist, &known, uint32(i-c), ll == 0)
 		p.seqs = append(p.seqs, sequence{litLen: ll, matchLen: uint32(l), offVal: ov})
 		for j := i + 1; j < i+l && j+kb <= b; j++ {
-			table[seedHash(p.key(blk, j), seedLocalBits)] = uint16(j - a)
+			table[seedHash(p.key(src, j), lb)] = uint16(j - a)
 		}
 		i += l
 		litStart = i
 	}
-	p.lits = append(p.lits, blk[litStart:b]...)
+	p.lits = append(p.lits, src[litStart:b]...)
 	return carry + uint32(b-litStart)
 }
 

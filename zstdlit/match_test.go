@@ -41,7 +41,7 @@ func TestAMatchReachesBackToAnEarlierSegment(t *testing.T) {
 	blk := append(append(append([]byte(nil), a...), noise(SegmentSize, 2)...), a...)
 	var p parser
 	p.setRung(Options{})
-	p.parseBlock(blk)
+	p.parseBlock(blk, 0, len(blk))
 	if len(p.seqs) != 1 || p.seqs[0].offVal != 2*SegmentSize+3 || p.seqs[0].matchLen != SegmentSize {
 		t.Fatalf("sequences %+v, want one match of segment 2 against segment 0, %d bytes back", p.seqs, 2*SegmentSize)
 	}
@@ -56,7 +56,7 @@ func TestTheSeedHoldsOnlyEarlierSegments(t *testing.T) {
 	blk := append(append([]byte(nil), a...), a...)
 	var p parser
 	p.setRung(Options{})
-	p.parseBlock(blk)
+	p.parseBlock(blk, 0, len(blk))
 	if len(p.seqs) != 1 || p.seqs[0].litLen != SegmentSize || p.seqs[0].offVal != SegmentSize+3 {
 		t.Fatalf("sequences %+v, want one match of segment 1 against segment 0 after %d literals", p.seqs, SegmentSize)
 	}
@@ -73,7 +73,7 @@ func TestTheSegmentsOwnMatchIsAskedBeforeTheSeeds(t *testing.T) {
 	blk := append(append([]byte(nil), seg0...), seg1...)
 	var p parser
 	p.setRung(Options{})
-	p.parseBlock(blk)
+	p.parseBlock(blk, 0, len(blk))
 	var got [][2]uint32
 	for _, s := range p.seqs {
 		got = append(got, [2]uint32{s.offVal - 3, s.matchLen})
@@ -112,7 +112,7 @@ func TestTheStrongRungFindsFiveByteMatchesTheFastOneLeaves(t *testing.T) {
 	}{{Options{Level: 1}, 0}, {Options{Level: 3}, 1}} {
 		var p parser
 		p.setRung(tc.opt)
-		p.parseBlock(blk)
+		p.parseBlock(blk, 0, len(blk))
 		if len(p.seqs) != tc.want {
 			t.Fatalf("level %d: %d sequences, want %d", tc.opt.Level, len(p.seqs), tc.want)
 		}

@@ -50,7 +50,7 @@ func TestTheCorpusReachesEveryPartOfTheSequencesCoder(t *testing.T) {
 			if len(blk) < MinHuffLiterals {
 				continue
 			}
-			lits, _ := e.matches(blk)
+			lits, _ := e.matches(blk, 0, len(blk))
 			if len(e.p.seqs) == 0 {
 				continue
 			}

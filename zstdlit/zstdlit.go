@@ -103,6 +103,26 @@ func (o Options) SeedBits() int {
 	return int(b)
 }
 
+// SegmentTableBits is the bits of the table each segment's parse keeps
+// of its own positions at o's level.
+func (o Options) SegmentTableBits() int {
+	if o.Strong() {
+		return strongLocalBits
+	}
+	return fastLocalBits
+}
+
+// ChunkTableBits is the bits of the table of the chunk's earlier blocks
+// that the parse asks for a frame of n bytes at o's level, 0 when it keeps
+// none: below level 3, in a frame of one block, and in one larger than
+// singleSegmentLimit, whose window is a block's.
+func (o Options) ChunkTableBits(n int) int {
+	if !o.Strong() || n <= MaxBlockSize || n > singleSegmentLimit {
+		return 0
+	}
+	return chunkTableBits
+}
+
 // SeedTableBytes is the size of the parse's seed table for o's level, 4
 // bytes an entry: the GPU keeps it in shared memory.
 func (o Options) SeedTableBytes() int { return 4 << o.SeedBits() }
@@ -123,9 +143,11 @@ func Encode(dst, src []byte, opt Options) []byte {
 	}
 	e := encoders.Get().(*encoder)
 	e.p.setRung(opt)
+	e.p.startFrame(len(src))
 	for off := 0; off < len(src); off += MaxBlockSize {
 		end := min(off+MaxBlockSize, len(src))
-		dst = e.appendBlock(dst, src[off:end], end == len(src))
+		dst = e.appendBlock(dst, src, off, end)
+		e.p.endBlock(src, off, end)
 	}
 	encoders.Put(e)
 	if opt.Checksum {
@@ -197,7 +219,8 @@ type encoder struct {
 	noSeqs [1]byte // Number_of_Sequences 0
 }
 
-func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
+func (e *encoder) appendBlock(dst, src []byte, off, end int) []byte {
+	blk, last := src[off:end], end == len(src)
 	n := len(blk)
 	hist := histogram(&e.hist, blk)
 	if n >= 2 && hist[blk[0]] == uint32(n) {
@@ -205,7 +228,7 @@ func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
 		return append(dst, blk[0])
 	}
 	if n >= MinHuffLiterals {
-		lits, seqs := e.matches(blk)
+		lits, seqs := e.matches(src, off, end)
 		if len(seqs) > 0 {
 			hist = histogram(&e.hist, lits)
 		}
@@ -226,8 +249,9 @@ func (e *encoder) appendBlock(dst, blk []byte, last bool) []byte {
 // they cover (so it fits, on the GPU, in the room the literals leave in
 // the block); otherwise the whole block is literals and the section is the
 // single byte 0x00 (no sequences).
-func (e *encoder) matches(blk []byte) (lits, section []byte) {
-	e.p.parseBlock(blk)
+func (e *encoder) matches(src []byte, off, end int) (lits, section []byte) {
+	blk := src[off:end]
+	e.p.parseBlock(src, off, end)
 	if len(e.p.seqs) > 0 {
 		e.seqBuf = e.sw.appendSequences(e.seqBuf[:0], e.p.seqs)
 		if len(e.seqBuf) <= len(blk)-len(e.p.lits) {
