@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Two zspool builds side by side on one host: the same realistic camera
+# data (zspool bench --data camera: bright cells, 2048×2048 uint16, chunks
+# 16×256×256, shards 16×2048×2048) converted from the page cache to tmpfs
+# by build A and build B in turn, at each zstd level asked for, for several
+# rounds. Alternating the builds within a round keeps a machine's drift
+# (page cache, clocks, a neighbour) out of the comparison, which a run of A
+# followed later by a run of B would fold into it.
+#
+#   A=.dev/zspool B=.dev/zspool-old LEVELS="1 3" ROUNDS=3 bench/convert-ab.sh 16GiB
+#
+# A and B are zspool binaries (B optional: then A alone, at each level);
+# ENGINE (default gpu) is passed to --engine. Each convert prints its own
+# summary line; the table at the end gives, per build and level, every
+# round's rate (convert's own, from the plan to the group document), the
+# median, the process's wall time and the stored bytes, which must be equal
+# between builds that write the same objects.
+set -euo pipefail
+size=${1:-16GiB}
+a=${A:-.dev/zspool}
+b=${B:-}
+levels=${LEVELS:-1}
+rounds=${ROUNDS:-3}
+engine=${ENGINE:-gpu}
+case $rounds in [1-9] | [1-9][0-9]) ;; *) echo "ROUNDS=$rounds: a count, 1 to 99" >&2; exit 2 ;; esac
+for level in $levels; do
+	case $level in -[1-7] | [0-9] | 1[0-9] | 2[0-2]) ;; *) echo "LEVELS: $level is not a zstd level, -7 to 22" >&2; exit 2 ;; esac
+done
+builds=(A)
+[ -z "$b" ] || builds+=(B)
+for x in "$a" $b; do [ -x "$x" ] || { echo "$x: not an executable zspool" >&2; exit 2; }; done
+work=$(mktemp -d "${SHM:-/dev/shm}/zspool-ab.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+bin() { if [ "$1" = A ]; then echo "$a"; else echo "$b"; fi; }
+for x in "${builds[@]}"; do echo "build $x: $(bin "$x") ($("$(bin "$x")" version | head -1))"; done
+echo "== generating $size of camera data"
+"$a" bench --engine "$engine" --source file --data camera --size "$size" --depth 16 --shard 8 --keep "$work/cam.raw" >/dev/null
+frames=$(($(stat -c %s "$work/cam.raw") / (2048 * 2048 * 2)))
+cat "$work/cam.raw" >/dev/null # in the page cache, as an acquisition just written is
+# A fresh VM backs memory on first touch: touch the outputs' share once,
+# so that the first convert does not pay for it (see path-host.sh).
+dd if=/dev/zero of="$work/warm" bs=16M count=$((2 * $(stat -c %s "$work/cam.raw") / (16 << 20))) status=none
+rm "$work/warm"
+for level in $levels; do
+	cat >"$work/cam$level.json" <<JSON
+{"version": 1, "data": "cam.raw", "dtype": "uint16", "name": "cam",
+ "dimensions": [
+  {"name": "t", "type": "time", "size": 0, "chunk": 16, "shard": 1},
+  {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8},
+  {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8}],
+ "compression": {"codec": "zstd", "level": $level}}
+JSON
+done
+
+: >"$work/results"
+for r in $(seq 1 "$rounds"); do
+	for level in $levels; do
+		for x in "${builds[@]}"; do
+			start=$(date +%s.%N)
+			line=$("$(bin "$x")" convert "$work/cam$level.json" --dest "$work/out" --engine "$engine" --quiet)
+			end=$(date +%s.%N)
+			rate=$(sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' <<<"$line" | tail -1)
+			stored=$(du -sb "$work/out" | cut -f1)
+			rm -rf "$work/out"
+			echo "round $r level $level build $x: $line"
+			echo "$x $level $r $rate $(awk "BEGIN { printf \"%.3f\", $end - $start }") $stored" >>"$work/results"
+		done
+	done
+done
+
+echo
+echo "== $frames frames ($size) of camera data, engine $engine, $rounds rounds, on $(hostname), $(nproc) cores"
+printf '%-6s %-6s %-40s %8s %24s %14s\n' build level "GiB/s by round" median "wall s by round" "stored bytes"
+for level in $levels; do
+	for x in "${builds[@]}"; do
+		rows=$(awk -v x="$x" -v l="$level" '$1 == x && $2 == l' "$work/results" | sort -k3n)
+		rates=$(awk '{ printf "%s%s", (NR > 1 ? " " : ""), $4 }' <<<"$rows")
+		walls=$(awk '{ printf "%s%s", (NR > 1 ? "," : ""), $5 }' <<<"$rows")
+		median=$(awk '{ print $4 }' <<<"$rows" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+		stored=$(awk '{ print $6 }' <<<"$rows" | sort -u | tr '\n' ' ')
+		printf '%-6s %-6s %-40s %8.3f %24s %14s\n' "$x" "$level" "$rates" "$median" "$walls" "$stored"
+	done
+done
