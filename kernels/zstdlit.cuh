@@ -9,10 +9,12 @@
 // and the encoder can write straight into the shard-ordered output:
 //
 //   zl_seed    a thread block per block: every position's candidate from
-//              the block's earlier segments.
-//   zl_parse   a warp per 32 segments of 1 KiB: each lane parses its own
-//              segment (zstdlit_seq.cuh) and writes its packed sequences.
-//   zl_seq     a warp per block: the sequences section, written after
+//              the block's earlier segments; from level 3, zl_cseed, a
+//              thread block per chunk, adds the chunk's earlier blocks'.
+//   zl_parse   a warp per 32 segments of 1 KiB (zl_parse3 from level 3):
+//              each lane parses its own segment (zstdlit_parse.cuh) and
+//              writes its packed sequences.
+//   zl_seq     a warp per block (zstdlit_seq.cuh): the sequences section, written after
 //              where the block's literals will be packed in the scratch
 //              copy; whether the block keeps its matches.
 //   zl_compact a warp per segment: packs the literals of the blocks that
@@ -125,6 +127,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 }
 
 #include "zstdlit_plan.cuh"
+#include "zstdlit_parse.cuh"
 #include "zstdlit_seq.cuh"
 #include "zstdlit_encode.cuh"
 

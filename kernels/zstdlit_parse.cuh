@@ -1,0 +1,500 @@
+// zstdlit_parse.cuh: the match parse (zstdlit's match.go): the seeds'
+// helpers and the per-segment parse. Included by zstdlit.cuh inside
+// namespace zl, before zstdlit_seq.cuh, which reads what the parse writes.
+//
+// zl_parse gives every 1 KiB segment of a block its own thread, as the
+// reference parses every segment on its own; each thread writes its
+// sequences, packed, to its segment's slot and a summary word (segMeta).
+// zl_seed (and, from level 3, zl_cseed) hands each position its seed
+// candidate beforehand, from the bytes before its segment.
+
+#ifndef ZSPOOL_ZSTDLIT_PARSE_CUH
+#define ZSPOOL_ZSTDLIT_PARSE_CUH
+
+constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
+constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
+// The segment table's bits: kFastHashBits below level 3, kStrongHashBits
+// from it (zstdlit's fastLocalBits, strongLocalBits).
+constexpr int kFastHashBits = 8;
+constexpr int kStrongHashBits = 10;
+constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the shortest match of any rung
+constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 204: the most a segment holds (zstdlit.MaxSegmentSeqs)
+// kNoPos is an empty entry of a segment's table: 10 bits of ones, never a
+// position (an eligible one has a whole key before the segment's end).
+constexpr uint16_t kNoPos = 0x3FF;
+static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 10 bits below kNoPos");
+constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
+constexpr uint32_t kBatch = 8;    // positions a lane looks up at once
+
+// A packed sequence: the literal length within its segment (10 bits), the
+// match length (11) and the Offset_Value (11).
+__device__ __forceinline__ uint32_t pack_seq(uint32_t ll, uint32_t ml, uint32_t ov) { return ll | ml << 10 | ov << 21; }
+__device__ __forceinline__ uint32_t seq_ll(uint32_t q) { return q & 0x3FF; }
+__device__ __forceinline__ uint32_t seq_ml(uint32_t q) { return (q >> 10) & 0x7FF; }
+__device__ __forceinline__ uint32_t seq_ov(uint32_t q) { return q >> 21; }
+// A packed Offset_Value of kOvEscape means the value is in the segment's
+// side slot: the parse's offsets reach across the block.
+constexpr uint32_t kOvEscape = 0x7FF;
+// seq_ov_at is the Offset_Value of q, slot i, from side when escaped.
+__device__ __forceinline__ uint32_t seq_ov_at(uint32_t q, const uint32_t *side, uint64_t i)
+{
+	const uint32_t ov = seq_ov(q);
+	return ov == kOvEscape ? side[i] : ov;
+}
+
+// segMeta: the segment's sequences (8 bits), literals (11), and literals
+// after its last match, or all of them (11).
+__device__ __forceinline__ uint32_t meta_nseq(uint32_t m) { return m & 0xFF; }
+__device__ __forceinline__ uint32_t meta_nlit(uint32_t m) { return (m >> 8) & 0x7FF; }
+__device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 0x7FF; }
+
+// The parse (zstdlit/match.go): the segment's own table of HB bits, and
+// the block's seed, built apart by zl_seed (and, from level 3, zl_cseed
+// from the chunk's earlier blocks) into a candidate a byte (block-relative,
+// as a two's-complement int32 when it lies in an earlier block; kNoSeed
+// for none, never a position: an earlier block's last eligible one is
+// key bytes before its end). The level's rung sets the key (6
+// bytes, or 5 from level 3) and the seed's bits (14, or 15), which the
+// host passes to both kernels and sizes zl_seed's shared memory by.
+constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
+constexpr uint32_t kSeedThreads = 1024; // zl_seed's CTA: a position of a segment each
+
+// key_hi is the mask of a key's bytes from the fifth on, in the word
+// that starts there: two bytes of a 6-byte key, one of a 5-byte key.
+__device__ __forceinline__ uint32_t key_hi(uint32_t key) { return key == 6 ? 0xFFFFu : 0xFFu; }
+
+// seed_hash is zstdlit's seedHash of the key lo (bytes 0-3) and hi (the
+// rest, masked by key_hi).
+__device__ __forceinline__ uint32_t seed_hash(uint32_t lo, uint32_t hi, int bits)
+{
+	const uint64_t key = (uint64_t)lo | (uint64_t)hi << 32;
+	return (uint32_t)(((key << 16) * 0xCF1BBCDCB7A56463ull) >> (64 - bits));
+}
+
+// gword is the 4 bytes at p, little-endian, from two aligned loads. The
+// caller keeps p+3 inside the data; the aligned words around it are inside
+// the allocation.
+__device__ __forceinline__ uint32_t gword(const uint8_t *p)
+{
+	const uintptr_t a = (uintptr_t)p & ~(uintptr_t)3;
+	const uint32_t r = (uint32_t)((uintptr_t)p & 3) * 8;
+	const uint32_t w0 = __ldg(reinterpret_cast<const uint32_t *>(a));
+	if (r == 0)
+		return w0;
+	return __funnelshift_r(w0, __ldg(reinterpret_cast<const uint32_t *>(a) + 1), r);
+}
+
+// segs_per_chunk is the number of segment slots a chunk has.
+__device__ __forceinline__ uint64_t segs_per_chunk(uint64_t chunk_bytes)
+{
+	return chunk_bytes == 0 ? 1 : (chunk_bytes + kSeg - 1) / kSeg;
+}
+
+// rep_code is zstdlit's repCode: the Offset_Value of off against the
+// segment's known repeat offsets, and the history as the decoder keeps it.
+__device__ __forceinline__ uint32_t rep_code(uint32_t *hist, int &known, uint32_t off, bool ll0)
+{
+	const int k = known;
+	uint32_t ov = off + 3;
+	if (!ll0 && k >= 1 && off == hist[0])
+		return 1;
+	if (k >= 2 && off == hist[1]) {
+		const uint32_t t = hist[0];
+		hist[0] = hist[1];
+		hist[1] = t;
+		return ll0 ? 1 : 2;
+	}
+	if (!ll0 && k >= 3 && off == hist[2])
+		ov = 3;
+	else if (ll0 && k >= 3 && off == hist[2])
+		ov = 2;
+	else if (ll0 && k >= 1 && off == hist[0] - 1)
+		ov = 3;
+	hist[2] = hist[1];
+	hist[1] = hist[0];
+	hist[0] = off;
+	known = k + 1 < 3 ? k + 1 : 3;
+	return ov;
+}
+
+// ParseShared holds, for each of the warp's 32 segments, its bytes and
+// its table of latest positions, both interleaved by lane: lane l's word k
+// is data[k][l], so every lane always reads its own bank, wherever in its
+// segment it is. The table packs three 10-bit positions a word: at the
+// fast rung 43 KiB a CTA, so that five of them (warps) fit an SM where
+// four did with 16-bit entries (48 KiB), and the parse, which waits on its
+// loads, has a fifth more warps to switch to. The strong rung's table of
+// 2^10 entries takes 75 KiB a CTA, from dynamic shared memory.
+constexpr uint32_t kSegWords = kSeg / 4;
+template <int HB> struct ParseShared {
+	static constexpr uint32_t kTabWords = ((1u << HB) + 2) / 3;
+	uint32_t data[kSegWords][kParseThreads];
+	uint32_t tab[kTabWords][kParseThreads]; // three 10-bit entries a word
+};
+static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
+
+// SegView reads one lane's segment out of ParseShared.
+template <int HB> struct SegView {
+	ParseShared<HB> &S;
+	unsigned lane;
+	__device__ __forceinline__ uint32_t byte(uint32_t pos) const
+	{
+		return (S.data[pos >> 2][lane] >> ((pos & 3) * 8)) & 0xff;
+	}
+	// word is bytes pos..pos+3, little-endian; pos+4 ≤ the segment's length.
+	// Branch-free, so that several can be in flight at once.
+	__device__ __forceinline__ uint32_t word(uint32_t pos) const
+	{
+		const uint32_t a = pos >> 2, b = a + 1 < kSegWords ? a + 1 : a;
+		return __funnelshift_r(S.data[a][lane], S.data[b][lane], (pos & 3) * 8);
+	}
+	// window sets x[k] to word(pos+k), k < kBatch. The words past the
+	// segment's end are stale but only feed positions the caller skips.
+	__device__ __forceinline__ void window(uint32_t pos, uint32_t x[kBatch]) const
+	{
+		const uint32_t a = pos >> 2, r = (pos & 3) * 8;
+		uint32_t w[kBatch / 4 + 2], sh[kBatch / 4 + 1];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch / 4 + 2; k++)
+			w[k] = S.data[a + k < kSegWords ? a + k : kSegWords - 1][lane];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch / 4 + 1; k++)
+			sh[k] = __funnelshift_r(w[k], w[k + 1], r);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			x[k] = (k & 3) == 0 ? sh[k / 4] : __funnelshift_r(sh[k / 4], sh[k / 4 + 1], 8 * (k & 3));
+	}
+	__device__ __forceinline__ uint16_t get(uint32_t h) const
+	{
+		return (uint16_t)((S.tab[h / 3][lane] >> (10 * (h % 3))) & 0x3FF);
+	}
+	__device__ __forceinline__ void set(uint32_t h, uint32_t pos) const
+	{
+		uint32_t &w = S.tab[h / 3][lane];
+		const uint32_t sh = 10 * (h % 3);
+		w = (w & ~(0x3FFu << sh)) | pos << sh;
+	}
+	// match_len is the length of the common prefix of c.. and i.. (c < i),
+	// capped at the segment's end n.
+	__device__ __forceinline__ uint32_t match_len(uint32_t c, uint32_t i, uint32_t n) const
+	{
+		uint32_t l = 0;
+		// Eight bytes a step: four independent loads a side in flight.
+		while (i + l + 8 <= n) {
+			const uint32_t x0 = word(c + l) ^ word(i + l), x1 = word(c + l + 4) ^ word(i + l + 4);
+			if (x0 != 0)
+				return l + (uint32_t)(__ffs(x0) - 1) / 8;
+			if (x1 != 0)
+				return l + 4 + (uint32_t)(__ffs(x1) - 1) / 8;
+			l += 8;
+		}
+		while (i + l + 4 <= n) {
+			const uint32_t x = word(c + l) ^ word(i + l);
+			if (x != 0)
+				return l + (uint32_t)(__ffs(x) - 1) / 8;
+			l += 4;
+		}
+		while (i + l < n && byte(c + l) == byte(i + l))
+			l++;
+		return l;
+	}
+};
+
+// load_segment copies the n bytes at p into the lane's columns of S.
+template <int HB>
+__device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseShared<HB> &S, unsigned lane)
+{
+	if (((uintptr_t)p & 15) == 0) {
+		const uint4 *v = reinterpret_cast<const uint4 *>(p);
+#pragma unroll 8
+		for (uint32_t k = 0; k < n / 16; k++) {
+			const uint4 x = __ldg(v + k);
+			S.data[4 * k][lane] = x.x;
+			S.data[4 * k + 1][lane] = x.y;
+			S.data[4 * k + 2][lane] = x.z;
+			S.data[4 * k + 3][lane] = x.w;
+		}
+		for (uint32_t k = (n / 16) * 4; k < (n + 3) / 4; k++) {
+			uint32_t w = 0;
+			for (uint32_t b = 0; b < 4 && 4 * k + b < n; b++)
+				w |= (uint32_t)p[4 * k + b] << (8 * b);
+			S.data[k][lane] = w;
+		}
+		return;
+	}
+	for (uint32_t k = 0; k < (n + 3) / 4; k++) {
+		uint32_t w = 0;
+		for (uint32_t b = 0; b < 4 && 4 * k + b < n; b++)
+			w |= (uint32_t)p[4 * k + b] << (8 * b);
+		S.data[k][lane] = w;
+	}
+}
+
+// seed_match_len is the length of the common prefix of blk[c..] (global
+// memory, an earlier segment's bytes, c negative in an earlier block) and
+// the lane's segment from i, capped at the segment's end n.
+template <int HB>
+__device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const uint8_t *__restrict__ blk, uint32_t c,
+                                                   uint32_t i, uint32_t n)
+{
+	const uint8_t *q = blk + (int32_t)c;
+	uint32_t l = 0;
+	while (i + l + 8 <= n) {
+		const uint32_t x0 = gword(q + l) ^ V.word(i + l), x1 = gword(q + l + 4) ^ V.word(i + l + 4);
+		if (x0 != 0)
+			return l + (uint32_t)(__ffs(x0) - 1) / 8;
+		if (x1 != 0)
+			return l + 4 + (uint32_t)(__ffs(x1) - 1) / 8;
+		l += 8;
+	}
+	while (i + l < n && q[l] == V.byte(i + l))
+		l++;
+	return l;
+}
+
+// insert_range puts positions from..to-1 in the lane's table of key
+// hashes (hm is key_hi), in order, a window at a time.
+template <int HB>
+__device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from, uint32_t to, uint32_t hm)
+{
+	for (uint32_t j = from; j < to; j += kBatch) {
+		uint32_t x[kBatch], y[kBatch];
+		V.window(j, x);
+		V.window(j + 4, y);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (j + k < to)
+				V.set(seed_hash(x[k], y[k] & hm, HB), j + k);
+	}
+}
+
+// parse_segment is zstdlit's parseSegment for the lane's segment of n
+// bytes in S, which starts a bytes into the block at blk: the segment's
+// own candidate first, then, when its match falls short, the seed's (seed
+// holds zl_seed's candidates for the segment's positions, each already
+// known to share its key bytes). It writes the packed sequences to slot,
+// Offset_Values of kOvEscape and more to side, and returns the segment's
+// summary word. (A segment's first sequence knows no repeat offsets, so
+// whether its literal length counts the carry does not change its code.)
+//
+// The reference inserts every position it passes, inside matches too, so
+// when the parse stands at i the table holds exactly the positions before
+// i: a position's candidate does not depend on the parse. That lets the
+// lane look up kBatch positions' candidates at once and test them in order,
+// which turns kBatch dependent chains of shared-memory loads into one; one
+// lane per segment leaves little else to hide their latency behind. The
+// batch's seeds are loaded from global memory together.
+template <int HB>
+__device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__restrict__ slot,
+                                         uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
+                                         uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
+{
+	for (uint32_t h = 0; h < ParseShared<HB>::kTabWords; h++)
+		V.S.tab[h][V.lane] = 0xFFFFFFFFu; // every entry kNoPos
+	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
+	uint32_t hist[3] = {0, 0, 0};
+	int known = 0;
+	uint32_t nseq = 0, nlit = 0, litStart = 0;
+	uint32_t i = 0;
+	while (i + key <= n) {
+		const uint32_t cnt = n - (key - 1) - i < kBatch ? n - (key - 1) - i : kBatch;
+		uint32_t x[kBatch], y[kBatch], h[kBatch], c[kBatch], sc[kBatch];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			sc[k] = k < cnt ? __ldg(seed + i + k) : kNoSeed;
+		V.window(i, x);
+		V.window(i + 4, y);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++) {
+			h[k] = seed_hash(x[k], y[k] & hm, HB);
+			c[k] = V.get(h[k]);
+		}
+		// The batch's own earlier positions are newer than the table's.
+#pragma unroll
+		for (uint32_t k = 1; k < kBatch; k++)
+#pragma unroll
+			for (uint32_t j = 0; j < k; j++)
+				c[k] = h[j] == h[k] ? i + j : c[k];
+		// All loads before the stores: the compiler cannot tell the table
+		// from the bytes, and would order each load after the last store.
+		uint32_t w[kBatch], v[kBatch];
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++) {
+			w[k] = V.word(c[k] != kNoPos ? c[k] : 0);
+			v[k] = V.word(c[k] != kNoPos ? c[k] + 4 : 0);
+		}
+		// A position is worth a look when its own candidate shares the
+		// key's bytes, or it has a seed (which does).
+		uint32_t look = 0;
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (k < cnt && ((c[k] != kNoPos && w[k] == x[k] && ((v[k] ^ y[k]) & hm) == 0) || sc[k] != kNoSeed))
+				look |= 1u << k;
+		uint32_t at = 0, l = 0, off = 0;
+		while (look != 0) {
+			at = (uint32_t)(__ffs(look) - 1);
+			look &= look - 1;
+			uint32_t cand = c[0], sd = sc[0], wa = w[0], xa = x[0], va = v[0], ya = y[0];
+#pragma unroll
+			for (uint32_t k = 1; k < kBatch; k++)
+				if (at == k) {
+					cand = c[k];
+					sd = sc[k];
+					wa = w[k];
+					xa = x[k];
+					va = v[k];
+					ya = y[k];
+				}
+			const uint32_t p = i + at;
+			l = 0;
+			if (cand != kNoPos && wa == xa && ((va ^ ya) & hm) == 0) {
+				l = V.match_len(cand + 4, p + 4, n) + 4;
+				off = p - cand;
+			}
+			if (l < mm && sd != kNoSeed) {
+				const uint32_t ls = seed_match_len(V, blk, sd, p, n);
+				if (ls >= mm) {
+					l = ls;
+					off = a + p - sd;
+				}
+			}
+			if (l >= mm)
+				break;
+			l = 0;
+		}
+		// Only the positions before the match's end go in now: a short
+		// match early in the batch ends before it does, and the parse
+		// looks the rest up again from there.
+		const uint32_t stop = l == 0 ? cnt : at + l < cnt ? at + l : cnt;
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (k < stop)
+				V.set(h[k], i + k);
+		if (l == 0) {
+			i += cnt;
+			continue;
+		}
+		const uint32_t p = i + at;
+		const uint32_t ll = p - litStart;
+		const uint32_t ov = rep_code(hist, known, off, ll == 0);
+		if (ov >= kOvEscape)
+			side[nseq] = ov;
+		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
+		nlit += ll;
+		// Insert the rest of the match, as the reference does.
+		const uint32_t last = n - (key - 1); // positions below it have a whole key
+		insert_range(V, i + cnt, p + l < last ? p + l : last, hm);
+		i = p + l;
+		litStart = i;
+	}
+	const uint32_t trail = n - litStart;
+	nlit += trail;
+	return nseq | nlit << 8 | trail << 19;
+}
+
+// block_geometry finds block bi's chunk, its offset in the chunk and its
+// length.
+__device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bpc, uint64_t bi, uint64_t &chunk,
+                                               uint64_t &off, uint32_t &n)
+{
+	chunk = bi / bpc;
+	off = (uint64_t)(bi % bpc) * kBlock;
+	n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
+}
+
+// key_words is the key at i of the n bytes at p: lo its bytes 0-3, hi
+// the rest masked by hm. i + key ≤ n; bytes past n are read as 0, never
+// loaded (the last block of the last chunk ends the allocation).
+__device__ __forceinline__ void key_words(const uint8_t *__restrict__ p, uint32_t i, uint32_t n, uint32_t hm,
+                                          uint32_t &lo, uint32_t &hi)
+{
+	if (i + 8 <= n) {
+		lo = gword(p + i);
+		hi = gword(p + i + 4) & hm;
+		return;
+	}
+	uint64_t v = 0;
+	for (uint32_t b = 0; b < 8 && i + b < n; b++)
+		v |= (uint64_t)p[i + b] << (8 * b);
+	lo = (uint32_t)v;
+	hi = (uint32_t)(v >> 32) & hm;
+}
+
+// tagged_hash is seed_hash's index of bits bits and, in tag, the tb bits
+// of the same product below them.
+__device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32_t bits, uint32_t tb, uint32_t &tag)
+{
+	const uint64_t x = (((uint64_t)lo | (uint64_t)hi << 32) << 16) * 0xCF1BBCDCB7A56463ull;
+	tag = (uint32_t)(x >> (64 - bits - tb)) & ((1u << tb) - 1);
+	return (uint32_t)(x >> (64 - bits));
+}
+
+// chunk_seed_block is zl_cseed's look-up for the block of n bytes at
+// cs + off: every position eligible in its segment whose seed is empty
+// takes the chunk table's entry when the entry's tag is the position's.
+// The key bytes are not compared here: the parse measures the match of
+// every seed it is handed, and one whose key bytes differ (a chance of one
+// in 2^tb among those whose hash agrees) comes out shorter than the key,
+// so the parse turns it down as the reference, which never hands it over,
+// finds no seed. Comparing here would load each entry's bytes twice.
+// Eight positions a thread at once, so that their loads are in flight
+// together.
+__device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, uint32_t n,
+                                 uint32_t *__restrict__ out, uint32_t key, uint32_t hm, uint32_t bits, uint32_t tb,
+                                 const uint32_t *__restrict__ tab)
+{
+	constexpr uint32_t kPer = 8;
+	for (uint32_t i0 = threadIdx.x; i0 < n; i0 += kPer * kSeedThreads) {
+		uint32_t c[kPer], tag[kPer], h[kPer];
+		bool want[kPer];
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++) {
+			const uint32_t i = i0 + k * kSeedThreads;
+			const uint32_t seg_end = (i / kSeg + 1) * kSeg < n ? (i / kSeg + 1) * kSeg : n;
+			want[k] = i + key <= seg_end && out[off + i] == kNoSeed;
+		}
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			if (want[k]) {
+				uint32_t lo, hi;
+				key_words(cs + off, i0 + k * kSeedThreads, n, hm, lo, hi);
+				h[k] = tagged_hash(lo, hi, bits, tb, tag[k]);
+			}
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			c[k] = want[k] ? tab[h[k]] : 0;
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			if (c[k] != 0 && (c[k] & ((1u << tb) - 1)) == tag[k])
+				out[off + i0 + k * kSeedThreads] = (c[k] >> tb) - 1 - off;
+	}
+}
+
+// parse_quarter parses quarter h of block bi: one segment per lane.
+// seed is zl_seed's output; side takes the escaped Offset_Values.
+template <int HB>
+__device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
+                              const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
+                              uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
+                              uint32_t key, const uint32_t *__restrict__ seed, uint32_t *__restrict__ side,
+                              ParseShared<HB> &S)
+{
+	uint64_t chunk, off;
+	uint32_t n;
+	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
+	if ((nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff)
+		return;
+	const unsigned lane = threadIdx.x;
+	const uint32_t t = h * kParseThreads + lane;
+	const uint32_t a = t * kSeg;
+	if (a >= n)
+		return;
+	const uint64_t g = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock + t;
+	const uint32_t len = n - a < kSeg ? n - a : kSeg;
+	const uint8_t *blk = src + chunk * chunk_bytes + off;
+	load_segment(blk + a, len, S, lane);
+	segMeta[g] = parse_segment(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match, blk, a,
+	                           seed + chunk * chunk_bytes + off + a, key);
+}
+
+#endif
