@@ -84,15 +84,67 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 		return nil, fmt.Errorf("%s: %w", groupKey, err)
 	}
 	res := &Result{}
+	docs, err := putArrayDocuments(ctx, p, sink, root)
+	if err != nil {
+		return nil, err
+	}
+	res.BytesOut += docs
+
+	asm := newConvertAssembler(ctx, p, sink, opts)
+	first := opts.FirstLayer * p.Levels[0].Grid.Shard[0]
+	var staging [][]byte
+	if st, ok := eng.(Stager); ok {
+		staging = st.StagingBuffers()
+	}
+	rd := opts.Epochs
+	if rd == nil {
+		rd = NewEpochReaderInto(ctx, src.Raw, src.RawName, first, p.Levels[0].Grid.Shape[0], p.EpochFrames(), p.FrameBytes, staging)
+	}
+	defer rd.Close()
+	read := NewMeter("read")
+	log.Debug("convert start", zap.String("dataset", root), zap.Int64("epochs", p.Epochs()),
+		zap.Int64("first_epoch", first), zap.Stringer("working_set", p.WorkingSet))
+
+	res.BytesIn, err = encodeEpochs(ctx, eng, rd, asm, read, first*p.EpochBytes(), opts.Progress)
+	if err == nil {
+		// The group document is the commit point: every shard must be
+		// committed and recorded first.
+		err = asm.Wait()
+	}
+	if err != nil {
+		asm.Abort()
+		return nil, err
+	}
+	doc, err := putGroupDocument(ctx, p, src, sink, groupKey, opts.Version)
+	if err != nil {
+		return nil, err
+	}
+	res.BytesOut += asm.Written() + int64(doc)
+	res.Elapsed = time.Since(start)
+	res.Stages = append([]Stage{read.Snapshot()}, eng.Stages()...)
+	res.Stages = append(res.Stages, asm.Stages()...)
+	res.PeakShards = asm.PeakShards()
+	return res, nil
+}
+
+// putArrayDocuments writes every level's array document, before any of
+// its shards, and returns their bytes.
+func putArrayDocuments(ctx context.Context, p *Plan, sink Sink, root string) (int64, error) {
+	var n int64
 	for _, l := range p.Levels {
 		doc := p.ArraySpec(l).Document()
 		key := path.Join(root, l.Path, "zarr.json")
 		if err := sink.Put(ctx, key, doc); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+			return n, fmt.Errorf("%s: %w", key, err)
 		}
-		res.BytesOut += int64(len(doc))
+		n += int64(len(doc))
 	}
+	return n, nil
+}
 
+// newConvertAssembler is the run's assembler, its hooks turning layer
+// commits and seals into opts' resume points.
+func newConvertAssembler(ctx context.Context, p *Plan, sink Sink, opts ConvertOptions) *Assembler {
 	asm := NewAssembler(ctx, p, sink)
 	asm.LayerDone = resumeTracker(p, opts.FirstLayer, opts.LayerDone)
 	if opts.Sealed != nil {
@@ -112,28 +164,20 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 		}
 	}
 	asm.Committed = opts.Committed
-	first := opts.FirstLayer * p.Levels[0].Grid.Shard[0]
-	var staging [][]byte
-	if st, ok := eng.(Stager); ok {
-		staging = st.StagingBuffers()
-	}
-	rd := opts.Epochs
-	if rd == nil {
-		rd = NewEpochReaderInto(ctx, src.Raw, src.RawName, first, p.Levels[0].Grid.Shape[0], p.EpochFrames(), p.FrameBytes, staging)
-	}
-	defer rd.Close()
-	read := NewMeter("read")
-	done := first * p.EpochBytes()
-	log.Debug("convert start", zap.String("dataset", root), zap.Int64("epochs", p.Epochs()),
-		zap.Int64("first_epoch", first), zap.Stringer("working_set", p.WorkingSet))
+	return asm
+}
 
-	fail := func(err error) (*Result, error) {
-		asm.Abort()
-		return nil, err
-	}
+// encodeEpochs is the hot path: every epoch of rd through the engine and
+// its chunk rows into the assembler, then the engine's flush. done is the
+// raw bytes before rd's first epoch (a resumed run's), for progress; it
+// returns the raw bytes it consumed. An engine that holds epochs keeps
+// the latest one until it has taken the next.
+func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assembler, read *Meter, done int64,
+	progress func(int64)) (int64, error) {
 	h, hold := eng.(EpochHolder)
 	hold = hold && h.HoldsEpochs()
 	var held *Epoch // the epoch the engine may still read
+	var in int64
 	for {
 		ep, ok := rd.Next()
 		if !ok {
@@ -151,58 +195,53 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 			rd.Release(ep)
 		}
 		if err != nil {
-			return fail(fmt.Errorf("epoch %d: %w", ep.Index, err))
+			return in, fmt.Errorf("epoch %d: %w", ep.Index, err)
 		}
 		for _, o := range outs {
 			if err := asm.Add(ctx, o); err != nil {
-				return fail(err)
+				return in, err
 			}
 		}
 		done += n
-		res.BytesIn += n
-		if opts.Progress != nil {
-			opts.Progress(done)
+		in += n
+		if progress != nil {
+			progress(done)
 		}
 	}
 	if err := rd.Err(); err != nil {
-		return fail(err)
+		return in, err
 	}
 	outs, err := eng.Flush(ctx)
 	if held != nil {
 		rd.Release(*held)
 	}
 	if err != nil {
-		return fail(fmt.Errorf("flush: %w", err))
+		return in, fmt.Errorf("flush: %w", err)
 	}
 	for _, o := range outs {
 		if err := asm.Add(ctx, o); err != nil {
-			return fail(err)
+			return in, err
 		}
 	}
-	// The group document is the commit point: every shard must be
-	// committed and recorded first.
-	if err := asm.Wait(); err != nil {
-		return fail(err)
-	}
-	doc, err := p.GroupDocument(Provenance{Version: opts.Version, Manifest: src.ManifestName, Data: src.RawName, Bytes: src.RawSize})
+	return in, nil
+}
+
+// putGroupDocument writes the group document, the commit point, once every
+// shard is committed, and returns its bytes. The commit point vouches for
+// the metadata as well: a group that breaks OME-NGFF 0.5 is never written
+// (it would be zspool's bug, so the job fails loudly rather than ship it).
+func putGroupDocument(ctx context.Context, p *Plan, src *Source, sink Sink, groupKey, version string) (int, error) {
+	doc, err := p.GroupDocument(Provenance{Version: version, Manifest: src.ManifestName, Data: src.RawName, Bytes: src.RawSize})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	// The commit point vouches for the metadata as well: a group that
-	// breaks OME-NGFF 0.5 is never written (it would be zspool's bug, so
-	// the job fails loudly rather than ship it).
 	if err := checkGroupDocument(doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", groupKey, err)
+		return 0, fmt.Errorf("%s: %w", groupKey, err)
 	}
 	if err := sink.Put(ctx, groupKey, doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", groupKey, err)
+		return 0, fmt.Errorf("%s: %w", groupKey, err)
 	}
-	res.BytesOut += asm.Written() + int64(len(doc))
-	res.Elapsed = time.Since(start)
-	res.Stages = append([]Stage{read.Snapshot()}, eng.Stages()...)
-	res.Stages = append(res.Stages, asm.Stages()...)
-	res.PeakShards = asm.PeakShards()
-	return res, nil
+	return len(doc), nil
 }
 
 // resumeTracker turns per-level layer commits into resume points: the
