@@ -100,26 +100,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opts.GPU = kind == "gpu"
 	spec := benchSpec{side: *frame, chunk: *chunk, depth: *depth, shard: *shard, codec: *codec, level: *level, multiscale: *multiscale}
-	if spec.data, err = newFrameSource(*data, *frame); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("--data: %w", err)}
+	if err := spec.fill(*data, kind, total); err != nil {
+		return &exitError{code: 2, err: err}
 	}
-	if spec.depth <= 0 {
-		spec.depth = 1
-		if kind == "gpu" {
-			spec.depth = 16
-		}
+	src, err := benchSource(*source, spec, kind, opts)
+	if err != nil {
+		return &exitError{code: 2, err: err}
 	}
-	spec.frames = max(1, total/spec.frameBytes())
-	if spec.data.file != "" {
-		fi, err := os.Stat(spec.data.file)
-		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--data: %w", err)}
-		}
-		if fi.Size() < spec.frameBytes() || fi.Size()%spec.frameBytes() != 0 {
-			return &exitError{code: 2, err: fmt.Errorf("--data %s: %d bytes is not a whole number of %d×%d %s frames (--frame)", spec.data.file, fi.Size(), spec.side, spec.side, spec.data.dtype)}
-		}
-		spec.frames = fi.Size() / spec.frameBytes()
-	}
+	// Every flag is checked before the destination is opened (and probed).
 	log, _ := newLogger(stderr, "info")
 	var sink pipeline.Sink = &pipeline.Discard{}
 	if *destURL != "" {
@@ -129,28 +117,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sink = store
 	}
-	src := *source
-	if src == "" {
-		// Pinned when the GPU does all the work on the bytes (codec none,
-		// or its own zstd encoder rather than one on the host): then the
-		// file reader, not the engine, would be what a file source
-		// measures.
-		src = "file"
-		if kind == "gpu" && (spec.codec == "none" || !pipeline.OnHost(opts.ZstdEncoder)) {
-			src = "pinned"
-		}
-	}
-	if src == "pinned" && spec.data.file != "" {
-		return &exitError{code: 2, err: fmt.Errorf("--source pinned places generated frames; --data FILE needs --source file")}
-	}
 	var rates []float64
 	switch src {
 	case "file":
 		rates, err = benchFile(ctx, log, spec, kind, opts, sink, *keep, stdout, stderr)
 	case "pinned":
 		rates, err = benchPinned(ctx, log, spec, kind, opts, sink, stdout)
-	default:
-		return &exitError{code: 2, err: fmt.Errorf("--source: %q is not file or pinned", src)}
 	}
 	if err != nil {
 		return err
@@ -160,6 +132,55 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			rates[0]/(1<<30), rates[1]/(1<<30), 100*rates[1]/rates[0])
 	}
 	return nil
+}
+
+// fill completes b from the flags: the frame source named by --data, the
+// epoch depth (0: 1 on the CPU, 16 on the GPU) and the frame count, from
+// --size or, for --data FILE, from the file, which must hold whole frames.
+func (b *benchSpec) fill(data, kind string, total int64) error {
+	var err error
+	if b.data, err = newFrameSource(data, b.side); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	if b.depth <= 0 {
+		b.depth = 1
+		if kind == "gpu" {
+			b.depth = 16
+		}
+	}
+	b.frames = max(1, total/b.frameBytes())
+	if b.data.file != "" {
+		fi, err := os.Stat(b.data.file)
+		if err != nil {
+			return fmt.Errorf("--data: %w", err)
+		}
+		if fi.Size() < b.frameBytes() || fi.Size()%b.frameBytes() != 0 {
+			return fmt.Errorf("--data %s: %d bytes is not a whole number of %d×%d %s frames (--frame)", b.data.file, fi.Size(), b.side, b.side, b.data.dtype)
+		}
+		b.frames = fi.Size() / b.frameBytes()
+	}
+	return nil
+}
+
+// benchSource is --source, or its default: pinned when the GPU does all
+// the work on the bytes (codec none, or its own zstd encoder rather than
+// one on the host), since the file reader, not the engine, would then be
+// what a file source measures; file otherwise.
+func benchSource(flag string, spec benchSpec, kind string, opts pipeline.Options) (string, error) {
+	src := flag
+	if src == "" {
+		src = "file"
+		if kind == "gpu" && (spec.codec == "none" || !pipeline.OnHost(opts.ZstdEncoder)) {
+			src = "pinned"
+		}
+	}
+	switch {
+	case src != "file" && src != "pinned":
+		return "", fmt.Errorf("--source: %q is not file or pinned", src)
+	case src == "pinned" && spec.data.file != "":
+		return "", fmt.Errorf("--source pinned places generated frames; --data FILE needs --source file")
+	}
+	return src, nil
 }
 
 // benchFile converts a synthetic raw file written to disk first, the way

@@ -81,3 +81,33 @@ func TestVerifyAndConvertMessagesNameThePathAndTheRule(t *testing.T) {
 		t.Error("a refused destination left something behind")
 	}
 }
+
+// bench's flags are all checked before it opens its destination: an S3
+// destination would be probed (and a directory created) for a run that
+// cannot start. The destination here has no credentials and an endpoint
+// nobody listens on, so opening it would fail with its own error instead
+// of the flag's.
+func TestBenchRefusesBadFlagsBeforeItOpensTheDestination(t *testing.T) {
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "odd.raw")
+	writeFile(t, odd, strings.Repeat("x", 1000))
+	frames := filepath.Join(dir, "frames.raw")
+	writeFile(t, frames, strings.Repeat("x", 2*64*64*2))
+	dest := []string{"--dest", "s3://bench-bucket/p", "--endpoint", "http://127.0.0.1:1", "--path-style"}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"an unknown source is named", []string{"--source", "disk"}, `--source: "disk" is not file or pinned`},
+		{"a file of part frames is refused", []string{"--data", odd, "--frame", "64"}, "1000 bytes is not a whole number of 64×64 uint16 frames"},
+		{"a pinned source of a file is refused", []string{"--data", frames, "--frame", "64", "--source", "pinned"}, "--data FILE needs --source file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := zspool(t, append(append([]string{"bench", "--engine", "cpu"}, c.args...), dest...)...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
