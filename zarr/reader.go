@@ -144,52 +144,72 @@ func OpenArray(ctx context.Context, s Store, prefix string) (*Array, error) {
 	if err := json.Unmarshal(m.Codecs[0].Configuration, &sh); err != nil {
 		return nil, bad("sharding_indexed: %v", err)
 	}
-	r := len(m.Shape)
-	if r == 0 || len(grid.ChunkShape) != r || len(sh.ChunkShape) != r {
-		return nil, bad("shape, chunk_grid and chunk_shape ranks differ")
-	}
-	if m.DimensionNames != nil && len(m.DimensionNames) != r {
-		return nil, bad("dimension_names has %d names for rank %d", len(m.DimensionNames), r)
-	}
-	a.Grid = Grid{Shape: m.Shape, Chunk: sh.ChunkShape, Shard: make([]int64, r)}
-	for d := range r {
-		if sh.ChunkShape[d] < 1 || grid.ChunkShape[d]%sh.ChunkShape[d] != 0 {
-			return nil, bad("dim %d: shard shape %d is not a multiple of chunk shape %d", d, grid.ChunkShape[d], sh.ChunkShape[d])
-		}
-		a.Grid.Shard[d] = grid.ChunkShape[d] / sh.ChunkShape[d]
-	}
-	if err := a.Grid.Validate(); err != nil {
+	if a.Grid, err = shardGrid(m, grid, sh); err != nil {
 		return nil, bad("%v", err)
 	}
-	if sh.IndexLocation != "end" || len(sh.IndexCodecs) != 2 || sh.IndexCodecs[0].Name != "bytes" || sh.IndexCodecs[1].Name != "crc32c" {
-		return nil, bad("want index_codecs [bytes, crc32c] at the end")
+	if a.Endian, a.Codec, err = innerCodecs(sh); err != nil {
+		return nil, bad("%v", err)
 	}
-	if len(sh.Codecs) == 0 || sh.Codecs[0].Name != "bytes" {
-		return nil, bad("inner codecs must start with bytes")
-	}
-	var bc bytesConfig
-	if len(sh.Codecs[0].Configuration) > 0 {
-		if err := json.Unmarshal(sh.Codecs[0].Configuration, &bc); err != nil {
-			return nil, bad("bytes codec: %v", err)
-		}
-	}
-	a.Endian = bc.Endian
-	if a.Endian == "" {
-		a.Endian = "little"
-	}
-	switch {
-	case len(sh.Codecs) == 1:
-		a.Codec = "none"
-	case len(sh.Codecs) == 2 && sh.Codecs[1].Name == "zstd":
-		a.Codec = "zstd"
+	if a.Codec == "zstd" {
 		a.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<31))
 		if err != nil {
 			return nil, fmt.Errorf("%s: zstd decoder: %w", prefix, err)
 		}
-	default:
-		return nil, bad("inner codecs: want [bytes] or [bytes, zstd]")
 	}
 	return a, nil
+}
+
+// shardGrid is the array's grid: its shape, the inner chunk shape, and
+// the chunks a shard holds along each dimension (the chunk grid's shape,
+// a shard, over the sharding codec's chunk shape).
+func shardGrid(m ArrayMetadata, grid regularGrid, sh ShardingConfig) (Grid, error) {
+	r := len(m.Shape)
+	if r == 0 || len(grid.ChunkShape) != r || len(sh.ChunkShape) != r {
+		return Grid{}, fmt.Errorf("shape, chunk_grid and chunk_shape ranks differ")
+	}
+	if m.DimensionNames != nil && len(m.DimensionNames) != r {
+		return Grid{}, fmt.Errorf("dimension_names has %d names for rank %d", len(m.DimensionNames), r)
+	}
+	g := Grid{Shape: m.Shape, Chunk: sh.ChunkShape, Shard: make([]int64, r)}
+	for d := range r {
+		if sh.ChunkShape[d] < 1 || grid.ChunkShape[d]%sh.ChunkShape[d] != 0 {
+			return Grid{}, fmt.Errorf("dim %d: shard shape %d is not a multiple of chunk shape %d", d, grid.ChunkShape[d], sh.ChunkShape[d])
+		}
+		g.Shard[d] = grid.ChunkShape[d] / sh.ChunkShape[d]
+	}
+	if err := g.Validate(); err != nil {
+		return Grid{}, err
+	}
+	return g, nil
+}
+
+// innerCodecs checks the sharding codec's index and inner codecs, the
+// only layout zspool writes and reads, and returns the chunks' byte order
+// and their compression ("none" or "zstd").
+func innerCodecs(sh ShardingConfig) (endian, codec string, err error) {
+	if sh.IndexLocation != "end" || len(sh.IndexCodecs) != 2 || sh.IndexCodecs[0].Name != "bytes" || sh.IndexCodecs[1].Name != "crc32c" {
+		return "", "", fmt.Errorf("want index_codecs [bytes, crc32c] at the end")
+	}
+	if len(sh.Codecs) == 0 || sh.Codecs[0].Name != "bytes" {
+		return "", "", fmt.Errorf("inner codecs must start with bytes")
+	}
+	var bc bytesConfig
+	if len(sh.Codecs[0].Configuration) > 0 {
+		if err := json.Unmarshal(sh.Codecs[0].Configuration, &bc); err != nil {
+			return "", "", fmt.Errorf("bytes codec: %v", err)
+		}
+	}
+	endian = bc.Endian
+	if endian == "" {
+		endian = "little"
+	}
+	switch {
+	case len(sh.Codecs) == 1:
+		return endian, "none", nil
+	case len(sh.Codecs) == 2 && sh.Codecs[1].Name == "zstd":
+		return endian, "zstd", nil
+	}
+	return "", "", fmt.Errorf("inner codecs: want [bytes] or [bytes, zstd]")
 }
 
 // ChunkBytes is the decoded size of one padded chunk.
