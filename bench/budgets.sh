@@ -12,6 +12,8 @@ shift || true
 budgets=("$@")
 [ ${#budgets[@]} -gt 0 ] || budgets=(256MiB 768MiB 4GiB)
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/camera.sh
+. "$here/bench/camera.sh"
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,14 +23,7 @@ if [ -z "$zspool" ]; then
 	go build -o "$zspool" "$here/cmd/zspool"
 fi
 "$zspool" bench --engine cpu --data camera --size "$size" --keep "$work/cam.raw" >/dev/null 2>&1
-cat >"$work/cam.json" <<JSON
-{"version": 1, "data": "cam.raw", "dtype": "uint16", "name": "cam",
- "dimensions": [
-  {"name": "t", "type": "time", "size": 0, "chunk": 1, "shard": 16},
-  {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8},
-  {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8}],
- "compression": {"codec": "zstd", "level": 1}}
-JSON
+camera_manifest "$work/cam.json" cam.raw cam 1 16 1
 cat "$work/cam.raw" >/dev/null
 # One conversion first, not counted: the first run into a fresh output
 # directory pays for the filesystem's first touch of its pages (measured:
@@ -39,7 +34,7 @@ for b in "${budgets[@]}"; do
 	rm -rf "$work/out"
 	/usr/bin/time -v "$zspool" convert "$work/cam.json" --dest "$work/out" --memory-budget "$b" --log-level debug --quiet \
 		>"$work/out.txt" 2>"$work/err.txt"
-	rate=$(sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' "$work/out.txt")
+	rate=$(rate_of "$work/out.txt")
 	wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): \(.*\)/\1/p' "$work/err.txt")
 	rss=$(sed -n 's/.*Maximum resident set size (kbytes): \([0-9]*\)/\1/p' "$work/err.txt")
 	plan=$(grep -o '"layers_in_flight": [0-9]*, "store_queue": "[^"]*", "engine_rows": [0-9]*' "$work/err.txt" | head -1)

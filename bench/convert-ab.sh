@@ -29,6 +29,8 @@ done
 builds=(A)
 [ -z "$b" ] || builds+=(B)
 for x in "$a" $b; do [ -x "$x" ] || { echo "$x: not an executable zspool" >&2; exit 2; }; done
+# shellcheck source=bench/camera.sh
+. "$(dirname "$0")/camera.sh"
 work=$(mktemp -d "${SHM:-/dev/shm}/zspool-ab.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -38,19 +40,9 @@ echo "== generating $size of camera data"
 "$a" bench --engine "$engine" --source file --data camera --size "$size" --depth 16 --shard 8 --keep "$work/cam.raw" >/dev/null
 frames=$(($(stat -c %s "$work/cam.raw") / (2048 * 2048 * 2)))
 cat "$work/cam.raw" >/dev/null # in the page cache, as an acquisition just written is
-# A fresh VM backs memory on first touch: touch the outputs' share once,
-# so that the first convert does not pay for it (see path-host.sh).
-dd if=/dev/zero of="$work/warm" bs=16M count=$((2 * $(stat -c %s "$work/cam.raw") / (16 << 20))) status=none
-rm "$work/warm"
+warm_memory "$work" $((2 * $(stat -c %s "$work/cam.raw")))
 for level in $levels; do
-	cat >"$work/cam$level.json" <<JSON
-{"version": 1, "data": "cam.raw", "dtype": "uint16", "name": "cam",
- "dimensions": [
-  {"name": "t", "type": "time", "size": 0, "chunk": 16, "shard": 1},
-  {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8},
-  {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8}],
- "compression": {"codec": "zstd", "level": $level}}
-JSON
+	camera_manifest "$work/cam$level.json" cam.raw cam 16 1 "$level"
 done
 
 : >"$work/results"
@@ -60,7 +52,7 @@ for r in $(seq 1 "$rounds"); do
 			start=$(date +%s.%N)
 			line=$("$(bin "$x")" convert "$work/cam$level.json" --dest "$work/out" --engine "$engine" --quiet)
 			end=$(date +%s.%N)
-			rate=$(sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' <<<"$line" | tail -1)
+			rate=$(rate_of <<<"$line")
 			stored=$(du -sb "$work/out" | cut -f1)
 			rm -rf "$work/out"
 			echo "round $r level $level build $x: $line"

@@ -43,6 +43,8 @@ size=${1:-16GiB}
 level=${LEVEL:-1}
 case $level in -[1-7] | [0-9] | 1[0-9] | 2[0-2]) ;; *) echo "LEVEL=$level: a zstd level, -7 to 22" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/camera.sh
+. "$here/bench/camera.sh"
 zspool=${ZSPOOL:-$here/.dev/zspool}
 s3upload=${S3UPLOAD:-$here/.dev/s3upload}
 gw=${VERSITYGW:-$here/.dev/versitygw.xz}
@@ -78,24 +80,9 @@ echo "== the engine alone: generating $size of camera data, then GPU bench from 
 "$zspool" bench --engine "$gpu" --source file --data camera --size "$size" --depth 16 --shard 8 \
 	--keep "$work/cam.raw" | tee "$work/engine.out"
 frames=$(( $(stat -c %s "$work/cam.raw") / (2048 * 2048 * 2) ))
-manifest() {
-	cat >"$1" <<JSON
-{"version": 1, "data": "$(basename "$2")", "dtype": "uint16", "name": "$3",
- "dimensions": [
-  {"name": "t", "type": "time", "size": 0, "chunk": 16, "shard": 1},
-  {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65},
-  {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65}],
- "compression": {"codec": "zstd", "level": $level}}
-JSON
-}
-manifest "$work/cam.json" "$work/cam.raw" cam
+camera_manifest "$work/cam.json" cam.raw cam 16 1 "$level"
 cat "$work/cam.raw" >/dev/null # in the page cache, as an acquisition just written is
-# A freshly started VM backs its memory on first touch, and that cost
-# would land on whichever row first writes its output to tmpfs (measured:
-# the GPU row at 3.8 instead of 10 GiB/s). An acquisition server that has
-# been up a while has none of it: touch the outputs' memory once, first.
-dd if=/dev/zero of="$work/warm" bs=16M count=$((2 * $(stat -c %s "$work/cam.raw") / (16 << 20))) status=none
-rm "$work/warm"
+warm_memory "$work" $((2 * $(stat -c %s "$work/cam.raw")))
 
 echo "== 1. zspool convert --engine gpu → $shm"
 timed "$zspool" convert "$work/cam.json" --dest "$work/gpu" --engine "$gpu" --quiet | tee "$work/1.out"
@@ -179,7 +166,7 @@ mv "$work/cam.raw" "$work/state/acq1.raw"
 start=$(date +%s.%N)
 for i in 1 2; do
 	mv "$work/state/acq$i.raw" "$work/spool/acq$i.raw"
-	manifest "$work/state/acq$i.json" "acq$i.raw" "acq$i"
+	camera_manifest "$work/state/acq$i.json" "acq$i.raw" "acq$i" 16 1 "$level"
 	mv "$work/state/acq$i.json" "$work/spool/acq$i.json"
 done
 [ -z "${DEBUG_LOGS:-}" ] || echo "log_level: debug" >>"$work/zspool.yaml"
@@ -196,7 +183,6 @@ daemonpid=
 daemon_s=$(calc "$end - $start")
 [ -z "${DEBUG_LOGS:-}" ] || cp "$work/5.log" "$work/daemon.log" "$DEBUG_LOGS/"
 
-rate_of() { sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' "$1" | tail -1; }
 wall_of() { sed -n 's/^wall \([0-9.]*\) s.*/\1/p' "$1" | tail -1; }
 rss_of() { sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p' "$1" | tail -1; }
 raw_gib=$(calc "$frames * 8 / 1024")

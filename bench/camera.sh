@@ -1,0 +1,31 @@
+# Shared by the bench scripts that convert zspool bench's camera data
+# (2048×2048 uint16 frames): sourced, not run.
+
+# camera_manifest FILE DATA NAME T_CHUNK T_SHARD LEVEL writes to FILE the
+# manifest of the raw file DATA (a name beside FILE) as acquisition NAME:
+# T_CHUNK frames a chunk and T_SHARD chunks a shard along t, 256×256
+# chunks and 8×8 chunks a shard in y and x, zstd at LEVEL.
+camera_manifest() {
+	cat >"$1" <<JSON
+{"version": 1, "data": "$2", "dtype": "uint16", "name": "$3",
+ "dimensions": [
+  {"name": "t", "type": "time", "size": 0, "chunk": $4, "shard": $5},
+  {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65},
+  {"name": "x", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65}],
+ "compression": {"codec": "zstd", "level": $6}}
+JSON
+}
+
+# rate_of [FILE] is the GiB/s of the last summary line zspool convert
+# wrote to FILE, or to standard input ("NAME: in …, 12.26 GiB/s -> DEST").
+rate_of() { sed -n 's/.* \([0-9.]*\) GiB\/s -> .*/\1/p' "${1:--}" | tail -1; }
+
+# warm_memory DIR BYTES writes and removes BYTES of zeros in DIR. A freshly
+# started VM backs its memory on first touch, and that cost would land on
+# whichever convert first writes its output to tmpfs (measured: the GPU
+# row at 3.8 instead of 10 GiB/s); an acquisition server that has been up
+# a while has none of it.
+warm_memory() {
+	dd if=/dev/zero of="$1/warm" bs=16M count=$(($2 / (16 << 20))) status=none
+	rm "$1/warm"
+}
