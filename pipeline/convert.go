@@ -168,11 +168,11 @@ func newConvertAssembler(ctx context.Context, p *Plan, sink Sink, opts ConvertOp
 }
 
 // encodeEpochs is the hot path: every epoch of rd through the engine and
-// its chunk rows into the assembler, then the engine's flush. done is the
-// raw bytes before rd's first epoch (a resumed run's), for progress; it
-// returns the raw bytes it consumed. An engine that holds epochs keeps
-// the latest one until it has taken the next.
-func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assembler, read *Meter, done int64,
+// its chunk rows into the assembler, then the engine's flush. before is
+// the raw bytes ahead of rd's first epoch (a resumed run's), which
+// progress counts too; it returns the raw bytes it consumed. An engine
+// that holds epochs keeps the latest one until it has taken the next.
+func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assembler, read *Meter, before int64,
 	progress func(int64)) (int64, error) {
 	h, hold := eng.(EpochHolder)
 	hold = hold && h.HoldsEpochs()
@@ -202,10 +202,9 @@ func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assemble
 				return in, err
 			}
 		}
-		done += n
 		in += n
 		if progress != nil {
-			progress(done)
+			progress(before + in)
 		}
 	}
 	if err := rd.Err(); err != nil {
