@@ -11,7 +11,7 @@
 //   zl_seed    a thread block per block: every position's candidate from
 //              the block's earlier segments; from level 3, zl_cseed, a
 //              thread block per chunk, adds the chunk's earlier blocks'.
-//   zl_parse   a warp per 32 segments of 1 KiB (zl_parse3 from level 3):
+//   zl_parse   a warp per 32 segments of 512 bytes (zl_parse3 from level 3):
 //              each lane parses its own segment (zstdlit_parse.cuh) and
 //              writes its packed sequences.
 //   zl_seq     a warp per block (zstdlit_seq.cuh): the sequences section, written after
@@ -142,13 +142,21 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // position's is written as kNoSeed: the parse would turn it down, and
 // finds it out here without a load of its own. Blocks the parse skips are
 // skipped.
+//
+// The walk is two barriers a segment (between the segment's look-ups and
+// its insertions, and after the insertions), and the warps wait at them
+// more than they work, so a segment's bytes reach shared memory from
+// registers loaded two segments ahead, not from global memory between
+// barriers.
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
             uint32_t *seed, uint32_t key, uint32_t bits)
 {
 	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1, 0 for none
-	__shared__ uint32_t seg[zl::kSegWords + 2]; // the segment's bytes and the next 8
+	constexpr uint32_t kWords = zl::kSegWords + 2; // a segment's bytes and the next 8
+	__shared__ uint32_t seg[2][kWords];
 	constexpr uint32_t kPer = zl::kSeg / zl::kSeedThreads;
+	static_assert(kWords <= zl::kSeedThreads, "zl_seed: a thread loads one word of a segment");
 	const unsigned t = threadIdx.x;
 	const uint32_t hm = zl::key_hi(key);
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
@@ -161,25 +169,33 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 			tab[h] = 0;
 		const uint8_t *blk = src + chunk * chunk_bytes + off;
 		uint32_t *out = seed + chunk * chunk_bytes + off;
-		for (uint32_t a = 0; a < n; a += zl::kSeg) {
+		// word is thread t's word of the segment at a: bytes past the
+		// block read as 0.
+		const auto word = [&](uint32_t a) -> uint32_t {
+			const uint32_t at = a + 4 * t;
+			if (t >= kWords || at >= n)
+				return 0;
+			if (at + 4 <= n)
+				return zl::gword(blk + at);
+			uint32_t v = 0;
+			for (uint32_t b = 0; at + b < n; b++)
+				v |= (uint32_t)blk[at + b] << (8 * b);
+			return v;
+		};
+		if (t < kWords)
+			seg[0][t] = word(0);
+		uint32_t next = word(zl::kSeg); // the following segment's word
+		__syncthreads();
+		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
+			const uint32_t ahead = word(a + 2 * zl::kSeg); // in flight over this segment
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
-			for (uint32_t w = t; w < zl::kSegWords + 2; w += zl::kSeedThreads) {
-				const uint32_t at = a + 4 * w;
-				uint32_t v = 0;
-				if (at + 4 <= n)
-					v = zl::gword(blk + at);
-				else
-					for (uint32_t b = 0; at + b < n && b < 4; b++)
-						v |= (uint32_t)blk[at + b] << (8 * b);
-				seg[w] = v;
-			}
-			__syncthreads();
+			const uint32_t *sw = seg[buf];
 			uint32_t h[kPer];
 #pragma unroll
 			for (uint32_t k = 0; k < kPer; k++) {
 				const uint32_t i = t + k * zl::kSeedThreads;
 				const uint32_t r = (i & 3) * 8;
-				const uint32_t w0 = seg[i >> 2], w1 = seg[(i >> 2) + 1], w2 = seg[(i >> 2) + 2];
+				const uint32_t w0 = sw[i >> 2], w1 = sw[(i >> 2) + 1], w2 = sw[(i >> 2) + 2];
 				const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & hm;
 				h[k] = zl::seed_hash(lo, hi, (int)bits);
 				if (i + key > len)
@@ -197,6 +213,9 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 				if (i + key <= len)
 					atomicMax(&tab[h[k]], a + i + 1);
 			}
+			if (t < kWords)
+				seg[buf ^ 1][t] = next;
+			next = ahead;
 			__syncthreads();
 		}
 	}
@@ -213,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 // none, so that atomicMax still keeps the latest position. Runs after
 // zl_seed; the blocks zl_seed skips are skipped, but every block but the
 // last goes into the table, as zstdlit's endBlock has it.
-extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
+extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
     zl_cseed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_chunks, const uint32_t *nonfill,
              uint32_t *seed, uint32_t key, uint32_t bits, uint32_t tag_bits, uint32_t *tabs)
 {
@@ -223,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 	for (uint64_t chunk = blockIdx.x; chunk < n_chunks; chunk += gridDim.x) {
 		if (nonfill != nullptr && nonfill[chunk] == 0)
 			continue;
-		for (uint32_t h = t; h < (1u << bits); h += zl::kSeedThreads)
+		for (uint32_t h = t; h < (1u << bits); h += zl::kCSeedThreads)
 			tab[h] = 0;
 		__syncthreads();
 		const uint8_t *cs = src + chunk * chunk_bytes;
@@ -235,7 +254,7 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 				zl::chunk_seed_block(cs, off, n, out, key, hm, bits, tag_bits, tab);
 			__syncthreads();
 			if (b + 1 < bpc)
-				for (uint32_t i = t; i + key <= n; i += zl::kSeedThreads) {
+				for (uint32_t i = t; i + key <= n; i += zl::kCSeedThreads) {
 					uint32_t lo, hi, tag;
 					zl::key_words(cs + off, i, n, hm, lo, hi);
 					const uint32_t h = zl::tagged_hash(lo, hi, bits, tag_bits, tag);
@@ -246,7 +265,8 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 	}
 }
 
-// zl_parse: four CTAs (warps) per block, one thread per 1 KiB segment;
+// zl_parse: kParseCTAs CTAs (warps) per block, one thread per 512-byte
+// segment;
 // min_match is zstdlit.Options' ShortestMatch, key its KeyBytes (6, or 5
 // from level 3); seed is zl_seed's candidates, side takes the
 // Offset_Values too large to pack. The fast rung's segment table; zl_parse3
@@ -257,9 +277,9 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
              uint32_t key)
 {
 	__shared__ zl::ParseShared<zl::kFastHashBits> S;
-	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
-		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3),
-		                  min_match, key, seed, side, S);
+	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
+		zl::parse_part(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x / zl::kParseCTAs,
+		               (uint32_t)(x % zl::kParseCTAs), min_match, key, seed, side, S);
 		__syncwarp();
 	}
 }
@@ -271,9 +291,9 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
 {
 	extern __shared__ uint4 parse_mem[];
 	auto &S = *reinterpret_cast<zl::ParseShared<zl::kStrongHashBits> *>(parse_mem);
-	for (uint64_t x = blockIdx.x; x < 4 * n_blocks; x += gridDim.x) {
-		zl::parse_quarter(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x >> 2, (uint32_t)(x & 3),
-		                  min_match, key, seed, side, S);
+	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
+		zl::parse_part(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x / zl::kParseCTAs,
+		               (uint32_t)(x % zl::kParseCTAs), min_match, key, seed, side, S);
 		__syncwarp();
 	}
 }

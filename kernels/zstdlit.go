@@ -20,14 +20,16 @@ const (
 	litBlockBytes = 208 // sizeof(zl::Block)
 	// litSlotBytes is a segment's room for packed sequences (kSlotSeqs).
 	litSlotBytes    = zstdlit.MaxSegmentSeqs * 4
-	litParseThreads = 32 // zl_parse's CTA: a quarter of a block's segments
+	litParseThreads = 32 // zl_parse's CTA: a warp, a segment a lane
 	litSegThreads   = zstdlit.MaxBlockSize / zstdlit.SegmentSize
+	litParseCTAs    = litSegThreads / litParseThreads // zl_parse's CTAs a block (kParseCTAs)
 	litTableBytes   = 256 * 4
 	litThreads      = 256
 	// litMaxChunk bounds a chunk the encoder takes: block offsets within
 	// a frame are 32-bit.
-	litMaxChunk    = 1 << 31
-	litSeedThreads = 1024 // zl_seed's CTA (kSeedThreads)
+	litMaxChunk         = 1 << 31
+	litSeedThreads      = zstdlit.SegmentSize // zl_seed's CTA: a thread a position of a segment (kSeedThreads)
+	litChunkSeedThreads = 1024                // zl_cseed's CTA (kCSeedThreads)
 )
 
 // litSeedShared is zl_seed's largest table, the strong rung's; a launch
@@ -35,8 +37,8 @@ const (
 var litSeedShared = zstdlit.Options{Level: 3}.SeedTableBytes()
 
 // litParse3Shared is zl_parse3's ParseShared: 32 segments' bytes and their
-// tables of the strong rung, three 10-bit entries a word.
-var litParse3Shared = 32 * 4 * (zstdlit.SegmentSize/4 + (1<<zstdlit.Options{Level: 3}.SegmentTableBits()+2)/3)
+// tables of the strong rung (SplitTable: a byte and a bit an entry).
+var litParse3Shared = litParseThreads * (zstdlit.SegmentSize + 9*(1<<zstdlit.Options{Level: 3}.SegmentTableBits())/8)
 
 // litChunkSeedCTAs bounds zl_cseed's grid, one CTA a chunk at a time:
 // the scratch holds a chunk table for each (512 KiB at 2^17 entries). The
@@ -191,7 +193,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		if nChunks > lit.capChunks {
 			return fmt.Errorf("zstd encoder: %d chunks, chunk tables for %d", nChunks, lit.capChunks)
 		}
-		if err := d.fn.litChunkSeed.Launch(int(min(nChunks, litChunkSeedCTAs)), 1, 1, litSeedThreads, 1, 1, 0, s,
+		if err := d.fn.litChunkSeed.Launch(int(min(nChunks, litChunkSeedCTAs)), 1, 1, litChunkSeedThreads, 1, 1, 0, s,
 			args(src, cb, cu.DevicePtr(bpc), cu.DevicePtr(nChunks), nonfill, lit.seed, key, cu.DevicePtr(tb),
 				cu.DevicePtr(litTagBits(chunkBytes)), lit.chunkTabs)); err != nil {
 			return fmt.Errorf("launch zstd chunk seeds: %w", err)
@@ -204,7 +206,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	if lit.opt.Strong() {
 		parse, shared = d.fn.litParse3, litParse3Shared
 	}
-	if err := parse.Launch(int(min(4*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, shared, s,
+	if err := parse.Launch(int(min(litParseCTAs*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, shared, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),
 			lit.seed, lit.side, key)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)

@@ -2,7 +2,7 @@
 // helpers and the per-segment parse. Included by zstdlit.cuh inside
 // namespace zl, before zstdlit_seq.cuh, which reads what the parse writes.
 //
-// zl_parse gives every 1 KiB segment of a block its own thread, as the
+// zl_parse gives every 512-byte segment of a block its own thread, as the
 // reference parses every segment on its own; each thread writes its
 // sequences, packed, to its segment's slot and a summary word (segMeta).
 // zl_seed (and, from level 3, zl_cseed) hands each position its seed
@@ -11,20 +11,21 @@
 #ifndef ZSPOOL_ZSTDLIT_PARSE_CUH
 #define ZSPOOL_ZSTDLIT_PARSE_CUH
 
-constexpr uint32_t kSeg = 1024;                 // zstdlit.SegmentSize
-constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 128
+constexpr uint32_t kSeg = 512;                  // zstdlit.SegmentSize
+constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 256
 // The segment table's bits: kFastHashBits below level 3, kStrongHashBits
 // from it (zstdlit's fastLocalBits, strongLocalBits).
-constexpr int kFastHashBits = 8;
+constexpr int kFastHashBits = 7;
 constexpr int kStrongHashBits = 10;
 constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the shortest match of any rung
-constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 204: the most a segment holds (zstdlit.MaxSegmentSeqs)
-// kNoPos is an empty entry of a segment's table: 10 bits of ones, never a
+constexpr uint32_t kSlotSeqs = kSeg / kMinMatch; // 102: the most a segment holds (zstdlit.MaxSegmentSeqs)
+// kNoPos is an empty entry of a segment's table: 9 bits of ones, never a
 // position (an eligible one has a whole key before the segment's end).
-constexpr uint16_t kNoPos = 0x3FF;
-static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 10 bits below kNoPos");
-constexpr int kParseThreads = 32; // segments per zl_parse CTA: a quarter block
-constexpr uint32_t kBatch = 8;    // positions a lane looks up at once
+constexpr uint16_t kNoPos = 0x1FF;
+static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 9 bits below kNoPos");
+constexpr uint32_t kParseThreads = 32;                        // segments per zl_parse CTA (a warp)
+constexpr uint32_t kParseCTAs = kSegsPerBlock / kParseThreads; // zl_parse CTAs per block
+constexpr uint32_t kBatch = 8;                                // positions a lane looks up at once
 
 // A packed sequence: the literal length within its segment (10 bits), the
 // match length (11) and the Offset_Value (11).
@@ -57,7 +58,8 @@ __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 
 // bytes, or 5 from level 3) and the seed's bits (14, or 15), which the
 // host passes to both kernels and sizes zl_seed's shared memory by.
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
-constexpr uint32_t kSeedThreads = 1024; // zl_seed's CTA: a position of a segment each
+constexpr uint32_t kSeedThreads = kSeg;  // zl_seed's CTA: a position of a segment each
+constexpr uint32_t kCSeedThreads = 1024; // zl_cseed's CTA
 
 // key_hi is the mask of a key's bytes from the fifth on, in the word
 // that starts there: two bytes of a 6-byte key, one of a 5-byte key.
@@ -117,19 +119,78 @@ __device__ __forceinline__ uint32_t rep_code(uint32_t *hist, int &known, uint32_
 	return ov;
 }
 
+// A segment's table of latest positions, for the warp's 32 lanes, each
+// lane's entries in a column of its own (word k of lane l is w[k][l]), so
+// that every lane always reads its own bank. An entry is 9 bits; a
+// cleared table (every word ones) holds kNoPos everywhere.
+//
+// Packed3Table keeps three entries a word: one load a look-up, the fast
+// rung's 2^7 entries in 43 words.
+template <int HB> struct Packed3Table {
+	static constexpr uint32_t kWords = ((1u << HB) + 2) / 3;
+	uint32_t w[kWords][kParseThreads];
+	__device__ __forceinline__ void clear(unsigned lane)
+	{
+		for (uint32_t k = 0; k < kWords; k++)
+			w[k][lane] = 0xFFFFFFFFu;
+	}
+	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane) const
+	{
+		return (uint16_t)((w[h / 3][lane] >> (9 * (h % 3))) & 0x1FF);
+	}
+	__device__ __forceinline__ void set(uint32_t h, unsigned lane, uint32_t pos)
+	{
+		uint32_t &x = w[h / 3][lane];
+		const uint32_t sh = 9 * (h % 3);
+		x = (x & ~(0x1FFu << sh)) | pos << sh;
+	}
+};
+
+// SplitTable keeps an entry's low 8 bits in a byte and its ninth in a
+// bit: the strong rung's 2^10 entries in 288 words where three a word take
+// 342, which lets four warps' parse fit an SM instead of three. A store
+// is a byte store and one read-modify-write.
+template <int HB> struct SplitTable {
+	static constexpr uint32_t kLoWords = (1u << HB) / 4, kHiWords = (1u << HB) / 32;
+	uint32_t lo[kLoWords][kParseThreads];
+	uint32_t hi[kHiWords][kParseThreads];
+	__device__ __forceinline__ void clear(unsigned lane)
+	{
+		for (uint32_t k = 0; k < kLoWords; k++)
+			lo[k][lane] = 0xFFFFFFFFu;
+		for (uint32_t k = 0; k < kHiWords; k++)
+			hi[k][lane] = 0xFFFFFFFFu;
+	}
+	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane) const
+	{
+		const uint32_t b = (lo[h >> 2][lane] >> ((h & 3) * 8)) & 0xFF;
+		return (uint16_t)(b | ((hi[h >> 5][lane] >> (h & 31)) & 1) << 8);
+	}
+	__device__ __forceinline__ void set(uint32_t h, unsigned lane, uint32_t pos)
+	{
+		reinterpret_cast<uint8_t *>(&lo[h >> 2][lane])[h & 3] = (uint8_t)pos;
+		uint32_t &x = hi[h >> 5][lane];
+		x = (x & ~(1u << (h & 31))) | (pos >> 8) << (h & 31);
+	}
+};
+static_assert((1u << kStrongHashBits) % 32 == 0, "SplitTable: whole words of bits");
+
+template <bool Split, int HB> struct TableOf {
+	using type = Packed3Table<HB>;
+};
+template <int HB> struct TableOf<true, HB> {
+	using type = SplitTable<HB>;
+};
+
 // ParseShared holds, for each of the warp's 32 segments, its bytes and
-// its table of latest positions, both interleaved by lane: lane l's word k
-// is data[k][l], so every lane always reads its own bank, wherever in its
-// segment it is. The table packs three 10-bit positions a word: at the
-// fast rung 43 KiB a CTA, so that five of them (warps) fit an SM where
-// four did with 16-bit entries (48 KiB), and the parse, which waits on its
-// loads, has a fifth more warps to switch to. The strong rung's table of
-// 2^10 entries takes 75 KiB a CTA, from dynamic shared memory.
+// its table, both interleaved by lane as the tables are. At the fast rung
+// 21 KiB a CTA, so that ten of them (warps) fit an SM: the parse waits on
+// its loads and wants warps to switch to. The strong rung's table takes
+// 52 KiB a CTA, four an SM, from dynamic shared memory.
 constexpr uint32_t kSegWords = kSeg / 4;
 template <int HB> struct ParseShared {
-	static constexpr uint32_t kTabWords = ((1u << HB) + 2) / 3;
 	uint32_t data[kSegWords][kParseThreads];
-	uint32_t tab[kTabWords][kParseThreads]; // three 10-bit entries a word
+	typename TableOf<(HB > 8), HB>::type tab;
 };
 static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
 
@@ -164,16 +225,8 @@ template <int HB> struct SegView {
 		for (uint32_t k = 0; k < kBatch; k++)
 			x[k] = (k & 3) == 0 ? sh[k / 4] : __funnelshift_r(sh[k / 4], sh[k / 4 + 1], 8 * (k & 3));
 	}
-	__device__ __forceinline__ uint16_t get(uint32_t h) const
-	{
-		return (uint16_t)((S.tab[h / 3][lane] >> (10 * (h % 3))) & 0x3FF);
-	}
-	__device__ __forceinline__ void set(uint32_t h, uint32_t pos) const
-	{
-		uint32_t &w = S.tab[h / 3][lane];
-		const uint32_t sh = 10 * (h % 3);
-		w = (w & ~(0x3FFu << sh)) | pos << sh;
-	}
+	__device__ __forceinline__ uint16_t get(uint32_t h) const { return S.tab.get(h, lane); }
+	__device__ __forceinline__ void set(uint32_t h, uint32_t pos) const { S.tab.set(h, lane, pos); }
 	// match_len is the length of the common prefix of c.. and i.. (c < i),
 	// capped at the segment's end n.
 	__device__ __forceinline__ uint32_t match_len(uint32_t c, uint32_t i, uint32_t n) const
@@ -289,8 +342,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
-	for (uint32_t h = 0; h < ParseShared<HB>::kTabWords; h++)
-		V.S.tab[h][V.lane] = 0xFFFFFFFFu; // every entry kNoPos
+	V.S.tab.clear(V.lane); // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	uint32_t hist[3] = {0, 0, 0};
 	int known = 0;
@@ -444,12 +496,12 @@ __device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, u
                                  const uint32_t *__restrict__ tab)
 {
 	constexpr uint32_t kPer = 8;
-	for (uint32_t i0 = threadIdx.x; i0 < n; i0 += kPer * kSeedThreads) {
+	for (uint32_t i0 = threadIdx.x; i0 < n; i0 += kPer * kCSeedThreads) {
 		uint32_t c[kPer], tag[kPer], h[kPer];
 		bool want[kPer];
 #pragma unroll
 		for (uint32_t k = 0; k < kPer; k++) {
-			const uint32_t i = i0 + k * kSeedThreads;
+			const uint32_t i = i0 + k * kCSeedThreads;
 			const uint32_t seg_end = (i / kSeg + 1) * kSeg < n ? (i / kSeg + 1) * kSeg : n;
 			want[k] = i + key <= seg_end && out[off + i] == kNoSeed;
 		}
@@ -457,7 +509,7 @@ __device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, u
 		for (uint32_t k = 0; k < kPer; k++)
 			if (want[k]) {
 				uint32_t lo, hi;
-				key_words(cs + off, i0 + k * kSeedThreads, n, hm, lo, hi);
+				key_words(cs + off, i0 + k * kCSeedThreads, n, hm, lo, hi);
 				h[k] = tagged_hash(lo, hi, bits, tb, tag[k]);
 			}
 #pragma unroll
@@ -466,14 +518,15 @@ __device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, u
 #pragma unroll
 		for (uint32_t k = 0; k < kPer; k++)
 			if (c[k] != 0 && (c[k] & ((1u << tb) - 1)) == tag[k])
-				out[off + i0 + k * kSeedThreads] = (c[k] >> tb) - 1 - off;
+				out[off + i0 + k * kCSeedThreads] = (c[k] >> tb) - 1 - off;
 	}
 }
 
-// parse_quarter parses quarter h of block bi: one segment per lane.
+// parse_part parses part h (of kParseCTAs) of block bi: one segment per
+// lane.
 // seed is zl_seed's output; side takes the escaped Offset_Values.
 template <int HB>
-__device__ void parse_quarter(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
+__device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
                               uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
                               uint32_t key, const uint32_t *__restrict__ seed, uint32_t *__restrict__ side,

@@ -74,10 +74,11 @@ struct SeqTable {
 	uint32_t mode;
 };
 
-// A sequence takes at most 68 bits: states 9+8+9, extras 16 (literal
-// length, with the carry), 9 (match length ≤ 1 KiB) and 17 (offset, up to
-// the block's size); a segment's kSlotSeqs of them and a partial word fit
-// the stage.
+// A segment's sequences take at most 68 bits each: states 9+8+9, extras
+// 8 (literal length within the segment), 8 (match length ≤ 512) and 23
+// (offset, up to zstdlit's singleSegmentLimit), 65 in all, and the first
+// sequence's literal length, with the carry from before the segment, 8
+// more; kSlotSeqs of them and a partial word fit the stage.
 constexpr uint32_t kSeqMaxBits = 68;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
 
@@ -432,7 +433,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 // CompactShared: each segment's place in the block's literals, and for
 // the segment a warp is packing, where each literal run starts in the
 // segment and in the output (run k is the trailing one).
-constexpr int kCompactWarps = 4;
+constexpr int kCompactWarps = kSegsPerBlock / 32;
 struct CompactShared {
 	uint32_t base[kSegsPerBlock];
 	uint32_t scan[kSegsPerBlock / 32];

@@ -63,25 +63,26 @@ func TestTheSeedHoldsOnlyEarlierSegments(t *testing.T) {
 }
 
 func TestTheSegmentsOwnMatchIsAskedBeforeTheSeeds(t *testing.T) {
-	// Segment 1 repeats 12 bytes of its own (offset 100) that segment 0
-	// holds 40 bytes of: the segment's own 12-byte match wins although the
-	// seed's is longer.
-	seg0 := noise(SegmentSize, 4)
-	seg1 := noise(SegmentSize, 5)
-	copy(seg1[300:340], seg0[500:540])
-	copy(seg1[200:212], seg0[500:512])
+	// Segment 1 repeats 12 bytes of its own (offset 50) that segment 0
+	// holds 40 bytes of, at its end: the segment's own 12-byte match wins
+	// although the seed's is longer.
+	const s = SegmentSize
+	seg0 := noise(s, 4)
+	seg1 := noise(s, 5)
+	copy(seg1[150:190], seg0[s-40:s])
+	copy(seg1[100:112], seg0[s-40:s-28])
 	blk := append(append([]byte(nil), seg0...), seg1...)
 	var p parser
 	p.setRung(Options{})
 	p.parseBlock(blk, 0, len(blk))
 	var got [][2]uint32
-	for _, s := range p.seqs {
-		got = append(got, [2]uint32{s.offVal - 3, s.matchLen})
+	for _, q := range p.seqs {
+		got = append(got, [2]uint32{q.offVal - 3, q.matchLen})
 	}
-	// The first copy can only come from segment 0 (offset 724). The second
-	// matches the first (offset 100, 12 bytes) before the seed is asked,
-	// and the seed gives the rest from segment 0 (28 bytes).
-	want := [][2]uint32{{724, 12}, {100, 12}, {824, 28}}
+	// The first copy can only come from segment 0 (offset 140). The second
+	// matches the first (offset 50, 12 bytes) before the seed is asked,
+	// and the seed gives the rest from segment 0 (28 bytes, offset 190).
+	want := [][2]uint32{{140, 12}, {50, 12}, {190, 28}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("(offset, length) %v, want %v", got, want)
 	}

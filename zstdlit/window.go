@@ -11,7 +11,7 @@ import (
 )
 
 // The windowed encoder: a CPU-only zstd encoder whose matches reach back
-// over the whole frame, as libzstd's do, instead of one 1 KiB segment.
+// over the whole frame, as libzstd's do, instead of one 512-byte segment.
 // It shares the block format and the literals and sequences coders with
 // the segmented encoder, not its parse, so its bytes are its own (the GPU
 // kernels do not follow it).

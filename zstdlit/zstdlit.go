@@ -11,7 +11,7 @@
 //
 // Rules (the GPU kernels must follow them bit for bit):
 //
-//   - Each 1 KiB segment of the block is parsed on its own, so the GPU
+//   - Each 512-byte segment of the block is parsed on its own, so the GPU
 //     parses every segment in its own thread, its matches reaching the
 //     block's earlier segments too (match.go says how). The sequences section codes literal lengths, offsets and
 //     match lengths with tables normalized from the block's own codes

@@ -78,7 +78,7 @@ func Cases() []Case {
 		// Matches: each case below reaches a part of the sequences coder.
 		{"a two-byte pattern over two blocks (one long match per segment)", bytes.Repeat([]byte{0x64, 0}, BlockSize)},
 		{"a 10-byte period (every sequence alike: RLE code modes)", bytes.Repeat(Uniform(10, 0, 255, 30), 20000)},
-		{"a 10-byte period within one segment (one sequence: RLE literal lengths)", bytes.Repeat(Uniform(10, 0, 255, 36), 100)},
+		{"a 10-byte period within one segment (one sequence: RLE literal lengths)", bytes.Repeat(Uniform(10, 0, 255, 36), 48)},
 		{"a 7-byte period with sparse noise (repeat offsets)", Noisy(bytes.Repeat(Uniform(7, 0, 255, 31), 30000), 97, 32)},
 		{"noise with a few repeated words (matches that do not pay)", RepeatedWords(BlockSize, 40, 33)},
 		{"pattern runs between noise (literal lengths across segments)", Runs(10, 3000, 1500, 34)},
