@@ -143,6 +143,12 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // finds it out here without a load of its own. Blocks the parse skips are
 // skipped.
 //
+// An entry is the position + 1 above kSeedTagBits more bits of its hash
+// (atomicMax still keeps the latest position), and only an entry whose
+// tag agrees has its key bytes loaded and compared: on bright camera
+// frames those loads, one for every position, kept L2 73% busy and were
+// what the warps waited on.
+//
 // The walk is two barriers a segment (between the segment's look-ups and
 // its insertions, and after the insertions), and the warps wait at them
 // more than they work, so a segment's bytes reach shared memory from
@@ -152,11 +158,12 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
             uint32_t *seed, uint32_t key, uint32_t bits)
 {
-	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1, 0 for none
+	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1 and tag, 0 for none
 	constexpr uint32_t kWords = zl::kSegWords + 2; // a segment's bytes and the next 8
 	__shared__ uint32_t seg[2][kWords];
 	constexpr uint32_t kPer = zl::kSeg / zl::kSeedThreads;
 	static_assert(kWords <= zl::kSeedThreads, "zl_seed: a thread loads one word of a segment");
+	constexpr uint32_t kTagMask = (1u << zl::kSeedTagBits) - 1;
 	const unsigned t = threadIdx.x;
 	const uint32_t hm = zl::key_hi(key);
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
@@ -190,20 +197,23 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 			const uint32_t ahead = word(a + 2 * zl::kSeg); // in flight over this segment
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
 			const uint32_t *sw = seg[buf];
-			uint32_t h[kPer];
+			uint32_t h[kPer], tag[kPer];
 #pragma unroll
 			for (uint32_t k = 0; k < kPer; k++) {
 				const uint32_t i = t + k * zl::kSeedThreads;
 				const uint32_t r = (i & 3) * 8;
 				const uint32_t w0 = sw[i >> 2], w1 = sw[(i >> 2) + 1], w2 = sw[(i >> 2) + 2];
 				const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & hm;
-				h[k] = zl::seed_hash(lo, hi, (int)bits);
+				h[k] = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag[k]);
 				if (i + key > len)
 					continue;
-				uint32_t c = tab[h[k]] - 1;
-				if (c != zl::kNoSeed &&
-				    (zl::gword(blk + c) != lo || (zl::gword(blk + c + 4) & hm) != hi))
-					c = zl::kNoSeed;
+				const uint32_t e = tab[h[k]];
+				uint32_t c = zl::kNoSeed;
+				if (e != 0 && (e & kTagMask) == tag[k]) {
+					c = (e >> zl::kSeedTagBits) - 1;
+					if (zl::gword(blk + c) != lo || (zl::gword(blk + c + 4) & hm) != hi)
+						c = zl::kNoSeed;
+				}
 				out[a + i] = c;
 			}
 			__syncthreads();
@@ -211,7 +221,7 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 			for (uint32_t k = 0; k < kPer; k++) {
 				const uint32_t i = t + k * zl::kSeedThreads;
 				if (i + key <= len)
-					atomicMax(&tab[h[k]], a + i + 1);
+					atomicMax(&tab[h[k]], (a + i + 1) << zl::kSeedTagBits | tag[k]);
 			}
 			if (t < kWords)
 				seg[buf ^ 1][t] = next;

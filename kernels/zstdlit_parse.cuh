@@ -60,6 +60,10 @@ __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 constexpr uint32_t kSeedThreads = kSeg;  // zl_seed's CTA: a position of a segment each
 constexpr uint32_t kCSeedThreads = 1024; // zl_cseed's CTA
+// kSeedTagBits is the hash bits zl_seed keeps below a position + 1 (at
+// most kBlock, 18 bits).
+constexpr uint32_t kSeedTagBits = 14;
+static_assert(((uint64_t)kBlock << kSeedTagBits) <= 0xFFFFFFFFu, "zl_seed: a tagged entry must fit 32 bits");
 
 // key_hi is the mask of a key's bytes from the fifth on, in the word
 // that starts there: two bytes of a 6-byte key, one of a 5-byte key.
