@@ -36,12 +36,6 @@ __device__ __forceinline__ uint32_t seq_ov(uint32_t q) { return q >> 21; }
 // A packed Offset_Value of kOvEscape means the value is in the segment's
 // side slot: the parse's offsets reach across the block.
 constexpr uint32_t kOvEscape = 0x7FF;
-// seq_ov_at is the Offset_Value of q, slot i, from side when escaped.
-__device__ __forceinline__ uint32_t seq_ov_at(uint32_t q, const uint32_t *side, uint64_t i)
-{
-	const uint32_t ov = seq_ov(q);
-	return ov == kOvEscape ? side[i] : ov;
-}
 
 // segMeta: the segment's sequences (8 bits), literals (11), and literals
 // after its last match, or all of them (11).

@@ -258,6 +258,35 @@ __device__ __forceinline__ void stage_or(uint32_t *stage, uint32_t at, uint64_t 
 		atomicOr(&stage[wi + 2], (uint32_t)(v >> (64 - sh)));
 }
 
+// SlotRegs holds a segment's packed sequences and their side slots in the
+// warp's registers, sequence lane + 32r in q[r] and x[r]. The slots come
+// from DRAM (every segment's, written by the parse), so seq_block loads a
+// segment's while it codes the one before: loaded as it is needed, each
+// of a block's 256 segments made the warp wait out a DRAM round trip, in
+// each of its two passes. A side slot is loaded whether or not its
+// sequence escapes, so that both loads go out together.
+constexpr uint32_t kSlotRounds = (kSlotSeqs + 31) / 32;
+struct SlotRegs {
+	uint32_t q[kSlotRounds], x[kSlotRounds];
+	__device__ __forceinline__ void load(const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ side,
+	                                     uint64_t g0, uint32_t s, uint32_t k, unsigned lane)
+	{
+		const uint64_t at = (g0 + s) * kSlotSeqs;
+#pragma unroll
+		for (uint32_t r = 0; r < kSlotRounds; r++) {
+			const uint32_t j = lane + 32 * r;
+			q[r] = j < k ? __ldg(seqBuf + at + j) : 0;
+			x[r] = j < k ? __ldg(side + at + j) : 0;
+		}
+	}
+	// ov is sequence lane + 32r's Offset_Value, from its side slot when
+	// escaped.
+	__device__ __forceinline__ uint32_t ov(uint32_t r) const
+	{
+		return seq_ov(q[r]) == kOvEscape ? x[r] : seq_ov(q[r]);
+	}
+};
+
 // seq_block writes block bi's sequences section after where its literals
 // will be packed in lit (zstdlit's appendSequences), and records in the
 // block whether the matches are kept: only when the section fits in the
@@ -302,14 +331,21 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		}
 		return;
 	}
+	SlotRegs cur;
+	cur.load(seqBuf, side, g0, 0, meta_nseq(S.meta[0]), lane);
 	for (uint32_t s = 0; s < nsegs; s++) {
 		const uint32_t k = meta_nseq(S.meta[s]);
-		const uint32_t *slot = seqBuf + (g0 + s) * kSlotSeqs;
-		for (uint32_t j = lane; j < k; j += 32) {
-			const uint32_t q = slot[j];
+		const SlotRegs here = cur;
+		if (s + 1 < nsegs)
+			cur.load(seqBuf, side, g0, s + 1, meta_nseq(S.meta[s + 1]), lane);
+#pragma unroll
+		for (uint32_t r = 0; r < kSlotRounds; r++) {
+			const uint32_t j = lane + 32 * r, q = here.q[r];
+			if (j >= k)
+				continue;
 			atomicAdd(&S.hll[ll_code(seq_ll(q) + (j == 0 ? S.carry[s] : 0))], 1u);
 			atomicAdd(&S.hml[ml_code(seq_ml(q))], 1u);
-			atomicAdd(&S.hof[high_bit(seq_ov_at(q, side, (g0 + s) * kSlotSeqs + j))], 1u);
+			atomicAdd(&S.hof[high_bit(here.ov(r))], 1u);
 		}
 	}
 	__syncwarp();
@@ -348,16 +384,22 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	uint32_t st = 0, bits = 0, stage0 = 0;
 	bool started = false;
 	const SeqTable &T = S.t[lane < 3 ? lane : 0];
+	cur.load(seqBuf, side, g0, nsegs - 1, meta_nseq(S.meta[nsegs - 1]), lane);
 	for (int s = (int)nsegs - 1; s >= 0; s--) {
 		const uint32_t k = meta_nseq(S.meta[s]);
+		const SlotRegs here = cur;
+		if (s > 0)
+			cur.load(seqBuf, side, g0, s - 1, meta_nseq(S.meta[s - 1]), lane);
 		if (k == 0)
 			continue;
-		const uint32_t *slot = seqBuf + (g0 + s) * kSlotSeqs;
 		__syncwarp();
-		for (uint32_t j = lane; j < k; j += 32) {
-			const uint32_t q = slot[j];
+#pragma unroll
+		for (uint32_t r = 0; r < kSlotRounds; r++) {
+			const uint32_t j = lane + 32 * r, q = here.q[r];
+			if (j >= k)
+				continue;
 			const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q);
-			const uint32_t ov = seq_ov_at(q, side, (g0 + s) * kSlotSeqs + j);
+			const uint32_t ov = here.ov(r);
 			S.ll[j] = ll;
 			S.ml[j] = ml;
 			S.ov[j] = ov;
