@@ -151,9 +151,10 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 //
 // The walk is two barriers a segment (between the segment's look-ups and
 // its insertions, and after the insertions), and the warps wait at them
-// more than they work, so a segment's bytes reach shared memory from
-// registers loaded two segments ahead, not from global memory between
-// barriers.
+// more than they work, so nothing between two barriers waits on global
+// memory: a segment's bytes reach shared memory from registers loaded two
+// segments ahead, and a candidate's key bytes, loaded in one segment's
+// step, are compared in the next (PendingSeed).
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
             uint32_t *seed, uint32_t key, uint32_t bits)
@@ -192,6 +193,10 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 		if (t < kWords)
 			seg[0][t] = word(0);
 		uint32_t next = word(zl::kSeg); // the following segment's word
+		zl::PendingSeed pend[kPer];
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			pend[k].none();
 		__syncthreads();
 		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
 			const uint32_t ahead = word(a + 2 * zl::kSeg); // in flight over this segment
@@ -200,21 +205,19 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 			uint32_t h[kPer], tag[kPer];
 #pragma unroll
 			for (uint32_t k = 0; k < kPer; k++) {
+				pend[k].finish(out, hm); // the segment before's
 				const uint32_t i = t + k * zl::kSeedThreads;
 				const uint32_t r = (i & 3) * 8;
 				const uint32_t w0 = sw[i >> 2], w1 = sw[(i >> 2) + 1], w2 = sw[(i >> 2) + 2];
 				const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & hm;
 				h[k] = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag[k]);
-				if (i + key > len)
+				if (i + key > len) {
+					pend[k].none();
 					continue;
-				const uint32_t e = tab[h[k]];
-				uint32_t c = zl::kNoSeed;
-				if (e != 0 && (e & kTagMask) == tag[k]) {
-					c = (e >> zl::kSeedTagBits) - 1;
-					if (zl::gword(blk + c) != lo || (zl::gword(blk + c + 4) & hm) != hi)
-						c = zl::kNoSeed;
 				}
-				out[a + i] = c;
+				const uint32_t e = tab[h[k]];
+				const uint32_t c = e != 0 && (e & kTagMask) == tag[k] ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
+				pend[k].start(blk, c, a + i, lo, hi);
 			}
 			__syncthreads();
 #pragma unroll
@@ -228,6 +231,9 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 			next = ahead;
 			__syncthreads();
 		}
+#pragma unroll
+		for (uint32_t k = 0; k < kPer; k++)
+			pend[k].finish(out, hm);
 	}
 }
 

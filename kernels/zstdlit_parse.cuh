@@ -479,6 +479,45 @@ __device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32
 	return (uint32_t)(x >> (64 - bits));
 }
 
+// PendingSeed is a candidate of zl_seed's on its way to seed[]: the aligned
+// words that hold its key bytes are loaded in one step of the walk and
+// compared with the position's key in the next, so that the barriers
+// between never wait on those loads. A candidate whose bytes differ is
+// written as kNoSeed.
+struct PendingSeed {
+	uint32_t c, at;         // the candidate (kNoSeed for none) and its position; at kNoSeed: nothing pending
+	uint32_t lo, hi;        // the position's key (key_words' halves)
+	uint32_t x0, x1, x2, r; // the aligned words around the candidate's key, and its shift
+	__device__ __forceinline__ void none() { at = kNoSeed; }
+	// start takes candidate c of position pos, whose key is lo and hi, and
+	// loads the candidate's words as gword(blk+c) and gword(blk+c+4) do.
+	__device__ __forceinline__ void start(const uint8_t *__restrict__ blk, uint32_t cand, uint32_t pos, uint32_t klo,
+	                                      uint32_t khi)
+	{
+		c = cand;
+		at = pos;
+		lo = klo;
+		hi = khi;
+		if (cand == kNoSeed)
+			return;
+		const uint8_t *p = blk + cand;
+		const uint32_t *w = reinterpret_cast<const uint32_t *>((uintptr_t)p & ~(uintptr_t)3);
+		r = (uint32_t)((uintptr_t)p & 3) * 8;
+		x0 = __ldg(w);
+		x1 = __ldg(w + 1);
+		x2 = r != 0 ? __ldg(w + 2) : 0;
+	}
+	__device__ __forceinline__ void finish(uint32_t *__restrict__ out, uint32_t hm) const
+	{
+		if (at == kNoSeed)
+			return;
+		uint32_t s = c;
+		if (c != kNoSeed && (__funnelshift_r(x0, x1, r) != lo || (__funnelshift_r(x1, x2, r) & hm) != hi))
+			s = kNoSeed;
+		out[at] = s;
+	}
+};
+
 // chunk_seed_block is zl_cseed's look-up for the block of n bytes at
 // cs + off: every position eligible in its segment whose seed is empty
 // takes the chunk table's entry when the entry's tag is the position's.
