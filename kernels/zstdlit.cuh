@@ -162,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1 and tag, 0 for none
 	constexpr uint32_t kWords = zl::kSegWords + 2; // a segment's bytes and the next 8
 	__shared__ uint32_t seg[2][kWords];
-	constexpr uint32_t kPer = zl::kSeg / zl::kSeedThreads;
+	static_assert(zl::kSeedThreads == zl::kSeg, "zl_seed: a thread a position of the segment");
 	static_assert(kWords <= zl::kSeedThreads, "zl_seed: a thread loads one word of a segment");
 	constexpr uint32_t kTagMask = (1u << zl::kSeedTagBits) - 1;
 	const unsigned t = threadIdx.x;
@@ -193,47 +193,36 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 		if (t < kWords)
 			seg[0][t] = word(0);
 		uint32_t next = word(zl::kSeg); // the following segment's word
-		zl::PendingSeed pend[kPer];
-#pragma unroll
-		for (uint32_t k = 0; k < kPer; k++)
-			pend[k].none();
+		zl::PendingSeed pend; // thread t's position of the segment before
+		pend.none();
 		__syncthreads();
 		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
 			const uint32_t ahead = word(a + 2 * zl::kSeg); // in flight over this segment
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
 			const uint32_t *sw = seg[buf];
-			uint32_t h[kPer], tag[kPer];
-#pragma unroll
-			for (uint32_t k = 0; k < kPer; k++) {
-				pend[k].finish(out, hm); // the segment before's
-				const uint32_t i = t + k * zl::kSeedThreads;
-				const uint32_t r = (i & 3) * 8;
-				const uint32_t w0 = sw[i >> 2], w1 = sw[(i >> 2) + 1], w2 = sw[(i >> 2) + 2];
-				const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & hm;
-				h[k] = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag[k]);
-				if (i + key > len) {
-					pend[k].none();
-					continue;
-				}
-				const uint32_t e = tab[h[k]];
-				const uint32_t c = e != 0 && (e & kTagMask) == tag[k] ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
-				pend[k].start(blk, c, a + i, lo, hi);
+			pend.finish(out, hm);
+			const uint32_t r = (t & 3) * 8;
+			const uint32_t w0 = sw[t >> 2], w1 = sw[(t >> 2) + 1], w2 = sw[(t >> 2) + 2];
+			const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & hm;
+			uint32_t tag;
+			const uint32_t h = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag);
+			const bool eligible = t + key <= len;
+			if (eligible) {
+				const uint32_t e = tab[h];
+				const uint32_t c = e != 0 && (e & kTagMask) == tag ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
+				pend.start(blk, c, a + t, lo, hi);
+			} else {
+				pend.none();
 			}
 			__syncthreads();
-#pragma unroll
-			for (uint32_t k = 0; k < kPer; k++) {
-				const uint32_t i = t + k * zl::kSeedThreads;
-				if (i + key <= len)
-					atomicMax(&tab[h[k]], (a + i + 1) << zl::kSeedTagBits | tag[k]);
-			}
+			if (eligible)
+				atomicMax(&tab[h], (a + t + 1) << zl::kSeedTagBits | tag);
 			if (t < kWords)
 				seg[buf ^ 1][t] = next;
 			next = ahead;
 			__syncthreads();
 		}
-#pragma unroll
-		for (uint32_t k = 0; k < kPer; k++)
-			pend[k].finish(out, hm);
+		pend.finish(out, hm);
 	}
 }
 

@@ -173,7 +173,9 @@ template <int HB> struct SplitTable {
 };
 static_assert((1u << kStrongHashBits) % 32 == 0, "SplitTable: whole words of bits");
 
-template <bool Split, int HB> struct TableOf {
+// TableOf is the strong rung's layout for its table, three a word for the
+// fast rung's (where both fit ten warps an SM and one load a look-up wins).
+template <bool Strong, int HB> struct TableOf {
 	using type = Packed3Table<HB>;
 };
 template <int HB> struct TableOf<true, HB> {
@@ -188,7 +190,7 @@ template <int HB> struct TableOf<true, HB> {
 constexpr uint32_t kSegWords = kSeg / 4;
 template <int HB> struct ParseShared {
 	uint32_t data[kSegWords][kParseThreads];
-	typename TableOf<(HB > 8), HB>::type tab;
+	typename TableOf<HB == kStrongHashBits, HB>::type tab;
 };
 static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
 
