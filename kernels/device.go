@@ -197,13 +197,16 @@ func (d *Device) setup(ordinal int) error {
 	if err != nil {
 		return fail(err)
 	}
-	// zl_seed's and zl_parse3's tables are larger than the static 48 KiB
+	// zl_seed's, zl_parse3's and zl_cseed's tables are larger than the static 48 KiB
 	// a CTA gets.
 	if err := setMaxDynamicShared(d.fn.litSeed, litSeedShared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_seed: %w", ordinal, err))
 	}
 	if err := setMaxDynamicShared(d.fn.litParse3, litParse3Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_parse3: %w", ordinal, err))
+	}
+	if err := setMaxDynamicShared(d.fn.litChunkSeed, litChunkShared); err != nil {
+		return fail(fmt.Errorf("GPU %d: kernel zl_cseed: %w", ordinal, err))
 	}
 	return nil
 }

@@ -40,22 +40,16 @@ var litSeedShared = zstdlit.Options{Level: 3}.SeedTableBytes()
 // tables of the strong rung (SplitTable: a byte and a bit an entry).
 var litParse3Shared = litParseThreads * (zstdlit.SegmentSize + 9*(1<<zstdlit.Options{Level: 3}.SegmentTableBits())/8)
 
-// litChunkSeedCTAs bounds zl_cseed's grid, one CTA a chunk at a time:
-// the scratch holds a chunk table for each (512 KiB at 2^17 entries). The
-// tables' random reads and atomics want L2, not HBM: on the H100, 1 GiB of
-// 2 MiB camera chunks took the seed kernels 36–37 ms with 64 tables (32
-// MiB), 42–43 with 48, 54–56 with 32, 43–47 with 96 and 50–58 with 128.
-const litChunkSeedCTAs = 64
+// litChunkSeedParts is the CTAs of zl_cseed a chunk (kCSeedParts), each
+// keeping a part of the chunk table in shared memory, litChunkShared
+// their share of the largest table, and litChunkSeedCTAs bounds its grid,
+// the CTAs then taking chunks' parts in turn.
+const (
+	litChunkSeedParts = 4
+	litChunkSeedCTAs  = 256
+)
 
-// litChunkTables is the bytes of zl_cseed's tables for nChunks chunks of
-// chunkBytes; 0 when opt keeps none.
-func litChunkTables(chunkBytes, nChunks int64, opt zstdlit.Options) int64 {
-	b := opt.ChunkTableBits(int(chunkBytes))
-	if b == 0 || nChunks == 0 {
-		return 0
-	}
-	return min(nChunks, litChunkSeedCTAs) * 4 << b
-}
+var litChunkShared = 4 << zstdlit.Options{Level: 3}.ChunkTableBits(2*zstdlit.MaxBlockSize) / litChunkSeedParts
 
 // litTagBits is the bits of hash that zl_cseed keeps below an entry's
 // position + 1 for chunks of chunkBytes.
@@ -86,9 +80,8 @@ func LitFrameBound(n int64, opt zstdlit.Options) int64 {
 type litScratch struct {
 	blocks, tables, err     cu.DevicePtr
 	seqs, meta, lit         cu.DevicePtr
-	seed, side, chunkTabs   cu.DevicePtr
+	seed, side              cu.DevicePtr
 	capBlocks, capSegs, cap int64
-	capChunks               int64
 	opt                     zstdlit.Options
 	// marks, when set (benchmarks), are recorded after the seeds, the
 	// parse, the sequences and the packing of literals.
@@ -116,7 +109,6 @@ func (s *litScratch) buffers() []litBuffer {
 		{&s.blocks, s.capBlocks * litBlockBytes}, {&s.tables, s.capBlocks * litTableBytes}, {&s.err, 8},
 		{&s.seqs, s.capSegs * litSlotBytes}, {&s.meta, s.capSegs * 4}, {&s.lit, s.cap},
 		{&s.seed, 4 * s.cap}, {&s.side, s.capSegs * litSlotBytes},
-		{&s.chunkTabs, litChunkTables(s.cap/max(s.capChunks, 1), s.capChunks, s.opt)},
 	}
 }
 
@@ -124,7 +116,7 @@ func (s *litScratch) buffers() []litBuffer {
 // chunkBytes, nothing allocated yet.
 func newLitScratch(chunkBytes, nChunks int64, opt zstdlit.Options) *litScratch {
 	return &litScratch{capBlocks: litBlocks(chunkBytes) * nChunks, capSegs: litSegs(chunkBytes) * nChunks,
-		cap: chunkBytes * nChunks, capChunks: nChunks, opt: opt}
+		cap: chunkBytes * nChunks, opt: opt}
 }
 
 // litScratchBytes is the device memory allocLit takes for nChunks chunks
@@ -190,12 +182,10 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {
-		if nChunks > lit.capChunks {
-			return fmt.Errorf("zstd encoder: %d chunks, chunk tables for %d", nChunks, lit.capChunks)
-		}
-		if err := d.fn.litChunkSeed.Launch(int(min(nChunks, litChunkSeedCTAs)), 1, 1, litChunkSeedThreads, 1, 1, 0, s,
+		if err := d.fn.litChunkSeed.Launch(int(min(litChunkSeedParts*nChunks, litChunkSeedCTAs)), 1, 1,
+			litChunkSeedThreads, 1, 1, 4<<tb/litChunkSeedParts, s,
 			args(src, cb, cu.DevicePtr(bpc), cu.DevicePtr(nChunks), nonfill, lit.seed, key, cu.DevicePtr(tb),
-				cu.DevicePtr(litTagBits(chunkBytes)), lit.chunkTabs)); err != nil {
+				cu.DevicePtr(litTagBits(chunkBytes)))); err != nil {
 			return fmt.Errorf("launch zstd chunk seeds: %w", err)
 		}
 	}

@@ -520,44 +520,100 @@ struct PendingSeed {
 	}
 };
 
+// The chunk table (zl_cseed) is split by its hash's top kCSeedPartBits
+// bits into parts, one a CTA in shared memory: every CTA of a chunk hashes
+// all of the chunk's positions and looks up and inserts those of its part.
+constexpr uint32_t kCSeedPartBits = 2;
+constexpr uint32_t kCSeedParts = 1u << kCSeedPartBits;
+
+// chunk_word is bytes j..j+3 of the n bytes at p, little-endian, those
+// from n on read as 0 and never loaded.
+__device__ __forceinline__ uint32_t chunk_word(const uint8_t *__restrict__ p, uint32_t j, uint32_t n)
+{
+	if (j + 4 <= n)
+		return gword(p + j);
+	uint32_t w = 0;
+	for (uint32_t b = 0; j + b < n; b++)
+		w |= (uint32_t)p[j + b] << (8 * b);
+	return w;
+}
+
+// kCSeedRun is the consecutive positions a thread of zl_cseed takes at a
+// time: their keys come from kCSeedRun / 4 + 2 words, and their loads are
+// in flight together.
+constexpr uint32_t kCSeedRun = 8;
+
+// ChunkKeys is kCSeedRun consecutive positions' keys from i on
+// (key_words' halves).
+struct ChunkKeys {
+	uint32_t lo[kCSeedRun], hi[kCSeedRun];
+	__device__ __forceinline__ ChunkKeys(const uint8_t *__restrict__ p, uint32_t i, uint32_t n, uint32_t hm)
+	{
+		uint32_t w[kCSeedRun / 4 + 2];
+#pragma unroll
+		for (uint32_t k = 0; k < kCSeedRun / 4 + 2; k++)
+			w[k] = chunk_word(p, i + 4 * k, n);
+#pragma unroll
+		for (uint32_t r = 0; r < kCSeedRun; r++) {
+			lo[r] = __funnelshift_r(w[r / 4], w[r / 4 + 1], 8 * (r % 4));
+			hi[r] = __funnelshift_r(w[r / 4 + 1], w[r / 4 + 2], 8 * (r % 4)) & hm;
+		}
+	}
+};
+
 // chunk_seed_block is zl_cseed's look-up for the block of n bytes at
 // cs + off: every position eligible in its segment whose seed is empty
-// takes the chunk table's entry when the entry's tag is the position's.
-// The key bytes are not compared here: the parse measures the match of
-// every seed it is handed, and one whose key bytes differ (a chance of one
-// in 2^tb among those whose hash agrees) comes out shorter than the key,
-// so the parse turns it down as the reference, which never hands it over,
-// finds no seed. Comparing here would load each entry's bytes twice.
-// Eight positions a thread at once, so that their loads are in flight
-// together.
+// and whose hash lies in the CTA's part takes the part's entry (tab, of
+// pb bits) when the entry's tag is the position's. The key bytes are not
+// compared here: the parse measures the match of every seed it is
+// handed, and one whose key bytes differ (a chance of one in 2^tb among
+// those whose hash agrees) comes out shorter than the key, so the parse
+// turns it down as the reference, which never hands it over, finds no
+// seed. Comparing here would load each entry's bytes twice.
 __device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, uint32_t n,
                                  uint32_t *__restrict__ out, uint32_t key, uint32_t hm, uint32_t bits, uint32_t tb,
-                                 const uint32_t *__restrict__ tab)
+                                 uint32_t part, uint32_t pb, const uint32_t *tab)
 {
-	constexpr uint32_t kPer = 8;
-	for (uint32_t i0 = threadIdx.x; i0 < n; i0 += kPer * kCSeedThreads) {
-		uint32_t c[kPer], tag[kPer], h[kPer];
-		bool want[kPer];
+	for (uint32_t i0 = kCSeedRun * threadIdx.x; i0 + key <= n; i0 += kCSeedRun * kCSeedThreads) {
+		const ChunkKeys k(cs + off, i0, n, hm);
+		uint32_t h[kCSeedRun], tag[kCSeedRun], c[kCSeedRun];
+		bool want[kCSeedRun];
 #pragma unroll
-		for (uint32_t k = 0; k < kPer; k++) {
-			const uint32_t i = i0 + k * kCSeedThreads;
+		for (uint32_t r = 0; r < kCSeedRun; r++) {
+			const uint32_t i = i0 + r;
 			const uint32_t seg_end = (i / kSeg + 1) * kSeg < n ? (i / kSeg + 1) * kSeg : n;
-			want[k] = i + key <= seg_end && out[off + i] == kNoSeed;
+			h[r] = tagged_hash(k.lo[r], k.hi[r], bits, tb, tag[r]);
+			want[r] = i + key <= seg_end && h[r] >> pb == part;
 		}
 #pragma unroll
-		for (uint32_t k = 0; k < kPer; k++)
-			if (want[k]) {
-				uint32_t lo, hi;
-				key_words(cs + off, i0 + k * kCSeedThreads, n, hm, lo, hi);
-				h[k] = tagged_hash(lo, hi, bits, tb, tag[k]);
-			}
+		for (uint32_t r = 0; r < kCSeedRun; r++)
+			want[r] = want[r] && out[off + i0 + r] == kNoSeed;
 #pragma unroll
-		for (uint32_t k = 0; k < kPer; k++)
-			c[k] = want[k] ? tab[h[k]] : 0;
+		for (uint32_t r = 0; r < kCSeedRun; r++)
+			c[r] = want[r] ? tab[h[r] & ((1u << pb) - 1)] : 0;
 #pragma unroll
-		for (uint32_t k = 0; k < kPer; k++)
-			if (c[k] != 0 && (c[k] & ((1u << tb) - 1)) == tag[k])
-				out[off + i0 + k * kCSeedThreads] = (c[k] >> tb) - 1 - off;
+		for (uint32_t r = 0; r < kCSeedRun; r++)
+			if (c[r] != 0 && (c[r] & ((1u << tb) - 1)) == tag[r])
+				out[off + i0 + r] = (c[r] >> tb) - 1 - off;
+	}
+}
+
+// chunk_insert_block puts the eligible positions of the block of n bytes
+// at cs + off whose hash lies in the CTA's part into its table: the
+// position + 1 above tb bits of tag, so that atomicMax keeps the latest.
+__device__ __forceinline__ void chunk_insert_block(const uint8_t *__restrict__ cs, uint32_t off, uint32_t n,
+                                                   uint32_t key, uint32_t hm, uint32_t bits, uint32_t tb,
+                                                   uint32_t part, uint32_t pb, uint32_t *tab)
+{
+	for (uint32_t i0 = kCSeedRun * threadIdx.x; i0 + key <= n; i0 += kCSeedRun * kCSeedThreads) {
+		const ChunkKeys k(cs + off, i0, n, hm);
+#pragma unroll
+		for (uint32_t r = 0; r < kCSeedRun; r++) {
+			uint32_t tag;
+			const uint32_t h = tagged_hash(k.lo[r], k.hi[r], bits, tb, tag);
+			if (i0 + r + key <= n && h >> pb == part)
+				atomicMax(&tab[h & ((1u << pb) - 1)], (off + i0 + r + 1) << tb | tag);
+		}
 	}
 }
 

@@ -190,9 +190,9 @@ func TestLitKernelsWriteTheReferenceBytesForRandomBatches(t *testing.T) {
 	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{Level: 3})
 }
 
-// Chunks of a block and a half at level 3, more of them than zl_cseed has
-// CTAs: it walks two blocks a chunk, the second short, and takes up a
-// table another chunk left behind.
+// Chunks of a block and a half at level 3, more of them than zl_cseed's
+// grid holds: it walks two blocks a chunk, the second short, and takes up
+// a table part another chunk left behind.
 func TestLitKernelsSeedChunksOfABlockAndAHalfAtLevel3(t *testing.T) {
 	d := openDevice(t)
 	cam := synth.CameraBright(512, 512)
@@ -202,7 +202,7 @@ func TestLitKernelsSeedChunksOfABlockAndAHalfAtLevel3(t *testing.T) {
 			chunks = append(chunks, ch[off:off+(192<<10)])
 		}
 	}
-	for len(chunks) < litChunkSeedCTAs+40 {
+	for len(chunks) < litChunkSeedCTAs/litChunkSeedParts+40 {
 		chunks = append(chunks, chunks[len(chunks)%7])
 	}
 	opt := zstdlit.Options{Level: 3}
