@@ -140,8 +140,9 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // entry from before the segment's own positions went in: seed[p],
 // block-relative, or kNoSeed. An entry whose key bytes differ from the
 // position's is written as kNoSeed: the parse would turn it down, and
-// finds it out here without a load of its own. Blocks the parse skips are
-// skipped.
+// finds it out here without a load of its own. With measure (the fast
+// rung) a seed also carries its match's length in its first kSeedMeasured
+// bytes (PendingSeed::finish). Blocks the parse skips are skipped.
 //
 // An entry is the position + 1 above kSeedTagBits more bits of its hash
 // (atomicMax still keeps the latest position), and only an entry whose
@@ -157,7 +158,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // step, are compared in the next (PendingSeed).
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-            uint32_t *seed, uint32_t key, uint32_t bits)
+            uint32_t *seed, uint32_t key, uint32_t bits, uint32_t measure)
 {
 	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1 and tag, 0 for none
 	constexpr uint32_t kWords = zl::kSegWords + 2; // a segment's bytes and the next 8
@@ -203,14 +204,14 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 			pend.finish(out, hm);
 			const uint32_t r = (t & 3) * 8;
 			const uint32_t w0 = sw[t >> 2], w1 = sw[(t >> 2) + 1], w2 = sw[(t >> 2) + 2];
-			const uint32_t lo = __funnelshift_r(w0, w1, r), hi = __funnelshift_r(w1, w2, r) & hm;
+			const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r), hi = hi8 & hm;
 			uint32_t tag;
 			const uint32_t h = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag);
 			const bool eligible = t + key <= len;
 			if (eligible) {
 				const uint32_t e = tab[h];
 				const uint32_t c = e != 0 && (e & kTagMask) == tag ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
-				pend.start(blk, c, a + t, lo, hi);
+				pend.start(blk, c, a + t, lo, hi8, measure ? len - t : 0);
 			} else {
 				pend.none();
 			}

@@ -177,8 +177,15 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
 	key := cu.DevicePtr(lit.opt.KeyBytes())
+	// zl_seed measures its seeds' first bytes for the fast rung's parse
+	// (kSeedMeasured).
+	measure := cu.DevicePtr(1)
+	if lit.opt.Strong() {
+		measure = 0
+	}
 	if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(lit.opt.SeedBits()))); err != nil {
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(lit.opt.SeedBits()),
+			measure)); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {

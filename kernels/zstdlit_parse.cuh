@@ -52,6 +52,17 @@ __device__ __forceinline__ uint32_t meta_trail(uint32_t m) { return (m >> 19) & 
 // bytes, or 5 from level 3) and the seed's bits (14, or 15), which the
 // host passes to both kernels and sizes zl_seed's shared memory by.
 constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
+// At the fast rung a seed of zl_seed's (in the block, so not negative)
+// carries above its position the length of its match in the first
+// kSeedMeasured bytes, capped at the segment's end: zl_seed has those
+// bytes at hand when it checks the candidate's key, and the parse, which
+// waited on loading them, measures further only when all of them agree.
+// At the strong rung, where zl_seed has one thread block an SM and the
+// parse loads its seeds ahead, that cost more than it saved.
+constexpr uint32_t kSeedLenShift = 24;
+constexpr uint32_t kSeedPosMask = (1u << kSeedLenShift) - 1;
+constexpr uint32_t kSeedMeasured = 8;
+static_assert(kBlock <= kSeedPosMask, "a seed's position must fit below its length");
 constexpr uint32_t kSeedThreads = kSeg;  // zl_seed's CTA: a position of a segment each
 constexpr uint32_t kCSeedThreads = 1024; // zl_cseed's CTA
 // kSeedTagBits is the hash bits zl_seed keeps below a position + 1 (at
@@ -285,13 +296,13 @@ __device__ void load_segment(const uint8_t *__restrict__ p, uint32_t n, ParseSha
 
 // seed_match_len is the length of the common prefix of blk[c..] (global
 // memory, an earlier segment's bytes, c negative in an earlier block) and
-// the lane's segment from i, capped at the segment's end n.
+// the lane's segment from i, capped at the segment's end n, its first l
+// bytes known to agree.
 template <int HB>
 __device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const uint8_t *__restrict__ blk, uint32_t c,
-                                                   uint32_t i, uint32_t n)
+                                                   uint32_t i, uint32_t n, uint32_t l)
 {
 	const uint8_t *q = blk + (int32_t)c;
-	uint32_t l = 0;
 	while (i + l + 8 <= n) {
 		const uint32_t x0 = gword(q + l) ^ V.word(i + l), x1 = gword(q + l + 4) ^ V.word(i + l + 4);
 		if (x0 != 0)
@@ -433,10 +444,19 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				off = p - cand;
 			}
 			if (l < mm && sd != kNoSeed) {
-				const uint32_t ls = seed_match_len(V, blk, sd, p, n);
+				// At the fast rung zl_seed's seeds come with their
+				// first bytes measured.
+				uint32_t c = sd, ls;
+				if (HB != kStrongHashBits && (int32_t)sd >= 0) {
+					c = sd & kSeedPosMask;
+					const uint32_t known = sd >> kSeedLenShift;
+					ls = known < kSeedMeasured || known == n - p ? known : seed_match_len(V, blk, c, p, n, known);
+				} else {
+					ls = seed_match_len(V, blk, c, p, n, 0);
+				}
 				if (ls >= mm) {
 					l = ls;
-					off = a + p - sd;
+					off = a + p - c;
 				}
 			}
 			if (l >= mm)
@@ -517,18 +537,21 @@ __device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32
 // written as kNoSeed.
 struct PendingSeed {
 	uint32_t c, at;         // the candidate (kNoSeed for none) and its position; at kNoSeed: nothing pending
-	uint32_t lo, hi;        // the position's key (key_words' halves)
-	uint32_t x0, x1, x2, r; // the aligned words around the candidate's key, and its shift
+	uint32_t lo, hi;        // the position's first 8 bytes
+	uint32_t cap;           // the bytes left in the position's segment, at most kSeedMeasured (0: none measured)
+	uint32_t x0, x1, x2, r; // the aligned words around the candidate's first 8 bytes, and its shift
 	__device__ __forceinline__ void none() { at = kNoSeed; }
-	// start takes candidate c of position pos, whose key is lo and hi, and
-	// loads the candidate's words as gword(blk+c) and gword(blk+c+4) do.
+	// start takes candidate c of position pos, whose first 8 bytes are lo
+	// and hi and which has left bytes to its segment's end, and loads the
+	// candidate's words as gword(blk+c) and gword(blk+c+4) do.
 	__device__ __forceinline__ void start(const uint8_t *__restrict__ blk, uint32_t cand, uint32_t pos, uint32_t klo,
-	                                      uint32_t khi)
+	                                      uint32_t khi, uint32_t left)
 	{
 		c = cand;
 		at = pos;
 		lo = klo;
 		hi = khi;
+		cap = left < kSeedMeasured ? left : kSeedMeasured;
 		if (cand == kNoSeed)
 			return;
 		const uint8_t *p = blk + cand;
@@ -538,13 +561,23 @@ struct PendingSeed {
 		x1 = __ldg(w + 1);
 		x2 = r != 0 ? __ldg(w + 2) : 0;
 	}
+	// finish writes the seed: kNoSeed when the key bytes (hm masks the
+	// second word's) differ, else the candidate with the length of the
+	// match in its first 8 bytes, capped at the segment's end.
 	__device__ __forceinline__ void finish(uint32_t *__restrict__ out, uint32_t hm) const
 	{
 		if (at == kNoSeed)
 			return;
 		uint32_t s = c;
-		if (c != kNoSeed && (__funnelshift_r(x0, x1, r) != lo || (__funnelshift_r(x1, x2, r) & hm) != hi))
-			s = kNoSeed;
+		if (c != kNoSeed) {
+			const uint32_t d0 = __funnelshift_r(x0, x1, r) ^ lo, d1 = __funnelshift_r(x1, x2, r) ^ hi;
+			if (d0 != 0 || (d1 & hm) != 0) {
+				s = kNoSeed;
+			} else {
+				const uint32_t l = d1 != 0 ? 4 + (uint32_t)(__ffs(d1) - 1) / 8 : 8;
+				s = c | (l < cap ? l : cap) << kSeedLenShift;
+			}
+		}
 		out[at] = s;
 	}
 };
