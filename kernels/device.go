@@ -102,6 +102,7 @@ type functions struct {
 	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
 	keys, scan                   cu.Function
 	litSeed, litParse, litSeq    cu.Function
+	litSeed3                     cu.Function
 	litChunkSeed, litParse3      cu.Function
 	litCompact                   cu.Function
 	litPlan, litFrame, litEncode cu.Function
@@ -180,6 +181,7 @@ func (d *Device) setup(ordinal int) error {
 	d.fn.keys = get("zs_chunk_keys")
 	d.fn.scan = get("zs_exclusive_scan")
 	d.fn.litSeed = get("zl_seed")
+	d.fn.litSeed3 = get("zl_seed3")
 	d.fn.litParse = get("zl_parse")
 	d.fn.litChunkSeed = get("zl_cseed")
 	d.fn.litParse3 = get("zl_parse3")
@@ -199,8 +201,11 @@ func (d *Device) setup(ordinal int) error {
 	}
 	// zl_seed's, zl_parse3's and zl_cseed's tables are larger than the static 48 KiB
 	// a CTA gets.
-	if err := setMaxDynamicShared(d.fn.litSeed, litSeedShared); err != nil {
+	if err := setMaxDynamicShared(d.fn.litSeed, litSeed1Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_seed: %w", ordinal, err))
+	}
+	if err := setMaxDynamicShared(d.fn.litSeed3, litSeedShared); err != nil {
+		return fail(fmt.Errorf("GPU %d: kernel zl_seed3: %w", ordinal, err))
 	}
 	if err := setMaxDynamicShared(d.fn.litParse3, litParse3Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_parse3: %w", ordinal, err))

@@ -140,9 +140,9 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // entry from before the segment's own positions went in: seed[p],
 // block-relative, or kNoSeed. An entry whose key bytes differ from the
 // position's is written as kNoSeed: the parse would turn it down, and
-// finds it out here without a load of its own. With measure (the fast
-// rung) a seed also carries its match's length in its first kSeedMeasured
-// bytes (PendingSeed::finish). Blocks the parse skips are skipped.
+// finds it out here without a load of its own. At the fast rung a seed
+// also carries its match's length in its first kSeedMeasured bytes
+// (PendingSeed::finish). Blocks the parse skips are skipped.
 //
 // An entry is the position + 1 above kSeedTagBits more bits of its hash
 // (atomicMax still keeps the latest position), and only an entry whose
@@ -156,9 +156,13 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // memory: a segment's bytes reach shared memory from registers loaded two
 // segments ahead, and a candidate's key bytes, loaded in one segment's
 // step, are compared in the next (PendingSeed).
-extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
-    zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-            uint32_t *seed, uint32_t key, uint32_t bits, uint32_t measure)
+//
+// zl_seed is the fast rung's, whose seeds carry their measured lengths;
+// zl_seed3 the strong rung's, whose do not (kSeedMeasured says why).
+namespace zl {
+template <bool Measure>
+__device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
+                                            const uint32_t *nonfill, uint32_t *seed, uint32_t key, uint32_t bits)
 {
 	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1 and tag, 0 for none
 	constexpr uint32_t kWords = zl::kSegWords + 2; // a segment's bytes and the next 8
@@ -194,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 		if (t < kWords)
 			seg[0][t] = word(0);
 		uint32_t next = word(zl::kSeg); // the following segment's word
-		zl::PendingSeed pend; // thread t's position of the segment before
+		zl::PendingSeed<Measure> pend; // thread t's position of the segment before
 		pend.none();
 		__syncthreads();
 		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
@@ -205,13 +209,14 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 			const uint32_t r = (t & 3) * 8;
 			const uint32_t w0 = sw[t >> 2], w1 = sw[(t >> 2) + 1], w2 = sw[(t >> 2) + 2];
 			const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r), hi = hi8 & hm;
+			// The measure takes the position's first 8 bytes, the key check its key.
 			uint32_t tag;
 			const uint32_t h = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag);
 			const bool eligible = t + key <= len;
 			if (eligible) {
 				const uint32_t e = tab[h];
 				const uint32_t c = e != 0 && (e & kTagMask) == tag ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
-				pend.start(blk, c, a + t, lo, hi8, measure ? len - t : 0);
+				pend.start(blk, c, a + t, lo, Measure ? hi8 : hi, len - t);
 			} else {
 				pend.none();
 			}
@@ -225,6 +230,21 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 		}
 		pend.finish(out, hm);
 	}
+}
+} // namespace zl
+
+extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
+    zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+            uint32_t *seed, uint32_t key, uint32_t bits)
+{
+	zl::seed_blocks<true>(src, chunk_bytes, bpc, n_blocks, nonfill, seed, key, bits);
+}
+
+extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
+    zl_seed3(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+             uint32_t *seed, uint32_t key, uint32_t bits)
+{
+	zl::seed_blocks<false>(src, chunk_bytes, bpc, n_blocks, nonfill, seed, key, bits);
 }
 
 // zl_cseed: from level 3, kCSeedParts CTAs per chunk of more than one

@@ -32,9 +32,12 @@ const (
 	litChunkSeedThreads = 1024                // zl_cseed's CTA (kCSeedThreads)
 )
 
-// litSeedShared is zl_seed's largest table, the strong rung's; a launch
-// asks for its own rung's.
-var litSeedShared = zstdlit.Options{Level: 3}.SeedTableBytes()
+// litSeedShared is zl_seed3's table, the strong rung's, and litSeed1Shared
+// zl_seed's, the fast rung's; a launch asks for its own rung's.
+var (
+	litSeedShared  = zstdlit.Options{Level: 3}.SeedTableBytes()
+	litSeed1Shared = zstdlit.Options{Level: 1}.SeedTableBytes()
+)
 
 // litParse3Shared is zl_parse3's ParseShared: 32 segments' bytes and their
 // tables of the strong rung (SplitTable: a byte and a bit an entry).
@@ -177,15 +180,14 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
 	key := cu.DevicePtr(lit.opt.KeyBytes())
-	// zl_seed measures its seeds' first bytes for the fast rung's parse
-	// (kSeedMeasured).
-	measure := cu.DevicePtr(1)
+	// zl_seed measures its seeds' first bytes for the fast rung's parse;
+	// zl_seed3 does not (kSeedMeasured).
+	seedFn := d.fn.litSeed
 	if lit.opt.Strong() {
-		measure = 0
+		seedFn = d.fn.litSeed3
 	}
-	if err := d.fn.litSeed.Launch(grid, 1, 1, litSeedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(lit.opt.SeedBits()),
-			measure)); err != nil {
+	if err := seedFn.Launch(grid, 1, 1, litSeedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(lit.opt.SeedBits()))); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {

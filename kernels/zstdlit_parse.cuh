@@ -531,19 +531,20 @@ __device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32
 }
 
 // PendingSeed is a candidate of zl_seed's on its way to seed[]: the aligned
-// words that hold its key bytes are loaded in one step of the walk and
-// compared with the position's key in the next, so that the barriers
-// between never wait on those loads. A candidate whose bytes differ is
-// written as kNoSeed.
-struct PendingSeed {
+// words that hold its first bytes are loaded in one step of the walk and
+// compared with the position's in the next, so that the barriers between
+// never wait on those loads. A candidate whose key bytes differ is written
+// as kNoSeed; with Measure, one whose agree carries the length of its
+// match in its first kSeedMeasured bytes.
+template <bool Measure> struct PendingSeed {
 	uint32_t c, at;         // the candidate (kNoSeed for none) and its position; at kNoSeed: nothing pending
-	uint32_t lo, hi;        // the position's first 8 bytes
-	uint32_t cap;           // the bytes left in the position's segment, at most kSeedMeasured (0: none measured)
+	uint32_t lo, hi;        // the position's key (key_words' halves), with Measure its first 8 bytes
+	uint32_t cap;           // with Measure, the bytes left in the position's segment, at most kSeedMeasured
 	uint32_t x0, x1, x2, r; // the aligned words around the candidate's first 8 bytes, and its shift
 	__device__ __forceinline__ void none() { at = kNoSeed; }
-	// start takes candidate c of position pos, whose first 8 bytes are lo
-	// and hi and which has left bytes to its segment's end, and loads the
-	// candidate's words as gword(blk+c) and gword(blk+c+4) do.
+	// start takes candidate c of position pos, whose key (or first 8
+	// bytes) is lo and hi and which has left bytes to its segment's end,
+	// and loads the candidate's words as gword(blk+c) and gword(blk+c+4) do.
 	__device__ __forceinline__ void start(const uint8_t *__restrict__ blk, uint32_t cand, uint32_t pos, uint32_t klo,
 	                                      uint32_t khi, uint32_t left)
 	{
@@ -551,7 +552,8 @@ struct PendingSeed {
 		at = pos;
 		lo = klo;
 		hi = khi;
-		cap = left < kSeedMeasured ? left : kSeedMeasured;
+		if (Measure)
+			cap = left < kSeedMeasured ? left : kSeedMeasured;
 		if (cand == kNoSeed)
 			return;
 		const uint8_t *p = blk + cand;
@@ -561,15 +563,16 @@ struct PendingSeed {
 		x1 = __ldg(w + 1);
 		x2 = r != 0 ? __ldg(w + 2) : 0;
 	}
-	// finish writes the seed: kNoSeed when the key bytes (hm masks the
-	// second word's) differ, else the candidate with the length of the
-	// match in its first 8 bytes, capped at the segment's end.
+	// finish writes the seed (hm masks the key's bytes of the second word).
 	__device__ __forceinline__ void finish(uint32_t *__restrict__ out, uint32_t hm) const
 	{
 		if (at == kNoSeed)
 			return;
 		uint32_t s = c;
-		if (c != kNoSeed) {
+		if (!Measure) {
+			if (c != kNoSeed && (__funnelshift_r(x0, x1, r) != lo || (__funnelshift_r(x1, x2, r) & hm) != hi))
+				s = kNoSeed;
+		} else if (c != kNoSeed) {
 			const uint32_t d0 = __funnelshift_r(x0, x1, r) ^ lo, d1 = __funnelshift_r(x1, x2, r) ^ hi;
 			if (d0 != 0 || (d1 & hm) != 0) {
 				s = kNoSeed;
