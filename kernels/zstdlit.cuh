@@ -8,9 +8,10 @@
 // Seven kernels, so that every size is known before a byte is written
 // and the encoder can write straight into the shard-ordered output:
 //
-//   zl_seed    a thread block per block: every position's candidate from
-//              the block's earlier segments; from level 3, zl_cseed, a
-//              thread block per chunk, adds the chunk's earlier blocks'.
+//   zl_seed    a thread block per block (zl_seed3 from level 3): every
+//              position's candidate from the block's earlier segments;
+//              from level 3, zl_cseed, four thread blocks per chunk, adds
+//              the chunk's earlier blocks'.
 //   zl_parse   a warp per 32 segments of 512 bytes (zl_parse3 from level 3):
 //              each lane parses its own segment (zstdlit_parse.cuh) and
 //              writes its packed sequences.
