@@ -19,17 +19,15 @@ import (
 const (
 	litBlockBytes = 208 // sizeof(zl::Block)
 	// litSlotBytes is a segment's room for packed sequences (kSlotSeqs).
-	litSlotBytes    = zstdlit.MaxSegmentSeqs * 4
-	litParseThreads = 32 // zl_parse's CTA: a warp, a segment a lane
-	litSegThreads   = zstdlit.MaxBlockSize / zstdlit.SegmentSize
-	litParseCTAs    = litSegThreads / litParseThreads // zl_parse's CTAs a block (kParseCTAs)
-	litTableBytes   = 256 * 4
-	litThreads      = 256
+	litSlotBytes  = zstdlit.MaxSegmentSeqs * 4
+	litSegThreads = zstdlit.MaxBlockSize / zstdlit.SegmentSize
+	litParseCTAs  = litSegThreads / litParseThreads // zl_parse's CTAs a block (kParseCTAs)
+	litTableBytes = 256 * 4
+	litThreads    = 256
 	// litMaxChunk bounds a chunk the encoder takes: block offsets within
 	// a frame are 32-bit.
-	litMaxChunk         = 1 << 31
-	litSeedThreads      = zstdlit.SegmentSize // zl_seed's CTA: a thread a position of a segment (kSeedThreads)
-	litChunkSeedThreads = 1024                // zl_cseed's CTA (kCSeedThreads)
+	litMaxChunk    = 1 << 31
+	litSeedThreads = zstdlit.SegmentSize // zl_seed's CTA: a thread a position of a segment (kSeedThreads)
 )
 
 // litSeedShared is zl_seed3's table, the strong rung's, and litSeed1Shared
@@ -43,14 +41,10 @@ var (
 // tables of the strong rung (SplitTable: a byte and a bit an entry).
 var litParse3Shared = litParseThreads * (zstdlit.SegmentSize + 9*(1<<zstdlit.Options{Level: 3}.SegmentTableBits())/8)
 
-// litChunkSeedParts is the CTAs of zl_cseed a chunk (kCSeedParts), each
-// keeping a part of the chunk table in shared memory, litChunkShared
-// their share of the largest table, and litChunkSeedCTAs bounds its grid,
-// the CTAs then taking chunks' parts in turn.
-const (
-	litChunkSeedParts = 4
-	litChunkSeedCTAs  = 256
-)
+// litChunkSeedCTAs bounds zl_cseed's grid, its CTAs then taking chunks'
+// parts in turn; litChunkShared is each CTA's part of the largest chunk
+// table (litChunkSeedParts a chunk).
+const litChunkSeedCTAs = 256
 
 var litChunkShared = 4 << zstdlit.Options{Level: 3}.ChunkTableBits(2*zstdlit.MaxBlockSize) / litChunkSeedParts
 
