@@ -503,24 +503,6 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 	n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
 }
 
-// key_words is the key at i of the n bytes at p: lo its bytes 0-3, hi
-// the rest masked by hm. i + key ≤ n; bytes past n are read as 0, never
-// loaded (the last block of the last chunk ends the allocation).
-__device__ __forceinline__ void key_words(const uint8_t *__restrict__ p, uint32_t i, uint32_t n, uint32_t hm,
-                                          uint32_t &lo, uint32_t &hi)
-{
-	if (i + 8 <= n) {
-		lo = gword(p + i);
-		hi = gword(p + i + 4) & hm;
-		return;
-	}
-	uint64_t v = 0;
-	for (uint32_t b = 0; b < 8 && i + b < n; b++)
-		v |= (uint64_t)p[i + b] << (8 * b);
-	lo = (uint32_t)v;
-	hi = (uint32_t)(v >> 32) & hm;
-}
-
 // tagged_hash is seed_hash's index of bits bits and, in tag, the tb bits
 // of the same product below them.
 __device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32_t bits, uint32_t tb, uint32_t &tag)
@@ -538,7 +520,7 @@ __device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32
 // match in its first kSeedMeasured bytes.
 template <bool Measure> struct PendingSeed {
 	uint32_t c, at;         // the candidate (kNoSeed for none) and its position; at kNoSeed: nothing pending
-	uint32_t lo, hi;        // the position's key (key_words' halves), with Measure its first 8 bytes
+	uint32_t lo, hi;        // the position's key (bytes 0-3, the rest masked by hm), with Measure its first 8 bytes
 	uint32_t cap;           // with Measure, the bytes left in the position's segment, at most kSeedMeasured
 	uint32_t x0, x1, x2, r; // the aligned words around the candidate's first 8 bytes, and its shift
 	__device__ __forceinline__ void none() { at = kNoSeed; }
@@ -608,8 +590,9 @@ __device__ __forceinline__ uint32_t chunk_word(const uint8_t *__restrict__ p, ui
 // in flight together.
 constexpr uint32_t kCSeedRun = 8;
 
-// ChunkKeys is kCSeedRun consecutive positions' keys from i on
-// (key_words' halves).
+// ChunkKeys is kCSeedRun consecutive positions' keys from i on: lo their
+// bytes 0-3, hi the rest masked by hm; bytes past n read as 0, never
+// loaded (the last block of the last chunk ends the allocation).
 struct ChunkKeys {
 	uint32_t lo[kCSeedRun], hi[kCSeedRun];
 	__device__ __forceinline__ ChunkKeys(const uint8_t *__restrict__ p, uint32_t i, uint32_t n, uint32_t hm)
