@@ -20,22 +20,33 @@ func TestTheParseKernelsSegmentGeometryIsTheReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	strongest := zstdlit.Options{Level: 3}
-	for _, tc := range []struct {
-		name string
-		want int
-	}{
+	sameConstants(t, src, "the reference's", []cudaConstant{
 		{"kSeg", zstdlit.SegmentSize},
 		{"kFastHashBits", zstdlit.Options{Level: 1}.SegmentTableBits()},
 		{"kStrongHashBits", strongest.SegmentTableBits()},
 		{"kMinMatch", strongest.KeyBytes()},
-	} {
+	})
+}
+
+// cudaConstant is a constexpr of zstdlit_parse.cuh and the value the Go
+// side has for it.
+type cudaConstant struct {
+	name string
+	want int
+}
+
+// sameConstants reads each constant's value from src and compares it with
+// the Go side's, whose is naming it in the failure.
+func sameConstants(t *testing.T, src []byte, whose string, cs []cudaConstant) {
+	t.Helper()
+	for _, tc := range cs {
 		t.Run(tc.name, func(t *testing.T) {
 			m := regexp.MustCompile(`constexpr \w+ ` + tc.name + ` = (\d+);`).FindSubmatch(src)
 			if m == nil {
 				t.Fatalf("zstdlit_parse.cuh defines no %s", tc.name)
 			}
 			if got, _ := strconv.Atoi(string(m[1])); got != tc.want {
-				t.Fatalf("%s = %d in zstdlit_parse.cuh, the reference's is %d", tc.name, got, tc.want)
+				t.Fatalf("%s = %d in zstdlit_parse.cuh, %s is %d", tc.name, got, whose, tc.want)
 			}
 		})
 	}
@@ -51,24 +62,11 @@ func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name string
-		want int
-	}{
+	sameConstants(t, src, "the host's launch", []cudaConstant{
 		{"kParseThreads", litParseThreads},
 		{"kCSeedThreads", litChunkSeedThreads},
 		{"kCSeedPartBits", bits.Len(uint(litChunkSeedParts)) - 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := regexp.MustCompile(`constexpr \w+ ` + tc.name + ` = (\d+);`).FindSubmatch(src)
-			if m == nil {
-				t.Fatalf("zstdlit_parse.cuh defines no %s", tc.name)
-			}
-			if got, _ := strconv.Atoi(string(m[1])); got != tc.want {
-				t.Fatalf("%s = %d in zstdlit_parse.cuh, the host launches with %d", tc.name, got, tc.want)
-			}
-		})
-	}
+	})
 	if litChunkSeedParts&(litChunkSeedParts-1) != 0 {
 		t.Fatalf("litChunkSeedParts = %d: the kernel splits its table by hash bits, a power of two", litChunkSeedParts)
 	}
