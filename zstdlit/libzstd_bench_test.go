@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zspool/zspool/internal/libzstd"
 	"github.com/zspool/zspool/internal/synth"
 )
 
@@ -96,6 +97,18 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 	}
 }
 
+// libzstdEnc is lz's Encode in the benchmarks' signature; an error fails
+// the benchmark.
+func libzstdEnc(b *testing.B, lz *libzstd.Encoder) func(dst, src []byte) []byte {
+	return func(dst, src []byte) []byte {
+		out, err := lz.Encode(dst, src)
+		if err != nil {
+			b.Error(err)
+		}
+		return out
+	}
+}
+
 // klauspostAt is a klauspost encoder for level, one goroutine's, with the
 // options the CPU engine's compressor gives it.
 func klauspostAt(level int) (*zstd.Encoder, error) {
@@ -105,10 +118,12 @@ func klauspostAt(level int) (*zstd.Encoder, error) {
 
 // BenchmarkCameraEncoders measures, side by side on one core, the CPU
 // encoders' speed and ratio on the realistic camera sets, in the 2 MiB
-// chunks a Zarr writer stores: klauspost (the CPU engine's default), the
-// windowed encoder and the segmented one, at levels 1 and 3.
+// chunks a Zarr writer stores: klauspost, the windowed encoder (the CPU
+// engine's default) and the segmented one, at levels 1 and 3, and, built
+// with -tags libzstd (Debian's libzstd-dev), libzstd itself, what the
+// other Zarr writers run.
 //
-//	go test -run '^$' -bench CameraEncoders -benchtime 4x ./zstdlit
+//	go test -tags libzstd -run '^$' -bench CameraEncoders -benchtime 4x ./zstdlit
 func BenchmarkCameraEncoders(b *testing.B) {
 	for _, cam := range synth.Cameras(1024, 1024) {
 		chunks := cam.ZarrChunks()
@@ -133,6 +148,16 @@ func BenchmarkCameraEncoders(b *testing.B) {
 					return Encode(dst, src, Options{Level: level})
 				}},
 			}
+			var lz *libzstd.Encoder
+			if libzstd.Available {
+				if lz, err = libzstd.New(level); err != nil {
+					b.Fatal(err)
+				}
+				encoders = append(encoders, struct {
+					name string
+					enc  func(dst, src []byte) []byte
+				}{"libzstd", libzstdEnc(b, lz)})
+			}
 			for _, e := range encoders {
 				b.Run(fmt.Sprintf("%s/level%d/%s", cam.Name, level, e.name), func(b *testing.B) {
 					b.SetBytes(in)
@@ -149,6 +174,9 @@ func BenchmarkCameraEncoders(b *testing.B) {
 				})
 			}
 			kl.Close()
+			if lz != nil {
+				lz.Close()
+			}
 		}
 	}
 }
@@ -157,9 +185,10 @@ func BenchmarkCameraEncoders(b *testing.B) {
 // at once (one encoder per goroutine, chunks handed out in turn), as the
 // CPU engine's workers do: its rate over BenchmarkCameraEncoders' one-core
 // rate says how the encoder scales with the cores sharing caches and
-// memory, apart from the rest of the pipeline.
+// memory, apart from the rest of the pipeline; with -tags libzstd,
+// libzstd's as well.
 //
-//	go test -run '^$' -bench CameraEncodersParallel -benchtime 4x ./zstdlit
+//	go test -tags libzstd -run '^$' -bench CameraEncodersParallel -benchtime 4x ./zstdlit
 func BenchmarkCameraEncodersParallel(b *testing.B) {
 	cam := synth.CameraBright(2048, 2048) // 64 chunks: a few for each of 16 cores
 	chunks := cam.ZarrChunks()
@@ -167,7 +196,11 @@ func BenchmarkCameraEncodersParallel(b *testing.B) {
 	for _, ch := range chunks {
 		in += int64(len(ch))
 	}
-	for _, name := range []string{"klauspost", "window"} {
+	names := []string{"klauspost", "window"}
+	if libzstd.Available {
+		names = append(names, "libzstd")
+	}
+	for _, name := range names {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(in)
 			for b.Loop() {
@@ -179,7 +212,8 @@ func BenchmarkCameraEncodersParallel(b *testing.B) {
 						defer wg.Done()
 						opt := WindowOptionsFor(1, cam.ElemSize())
 						enc := func(dst, src []byte) []byte { return EncodeWindow(dst, src, opt) }
-						if name == "klauspost" {
+						switch name {
+						case "klauspost":
 							kl, err := klauspostAt(1)
 							if err != nil {
 								b.Error(err)
@@ -187,6 +221,14 @@ func BenchmarkCameraEncodersParallel(b *testing.B) {
 							}
 							defer kl.Close()
 							enc = func(dst, src []byte) []byte { return kl.EncodeAll(src, dst) }
+						case "libzstd":
+							lz, err := libzstd.New(1)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							defer lz.Close()
+							enc = libzstdEnc(b, lz)
 						}
 						var dst []byte
 						for {
