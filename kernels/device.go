@@ -204,7 +204,7 @@ func (d *Device) setup(ordinal int) error {
 	if err := setMaxDynamicShared(d.fn.litSeed, litSeed1Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_seed: %w", ordinal, err))
 	}
-	if err := setMaxDynamicShared(d.fn.litSeed3, litSeedShared); err != nil {
+	if err := setMaxDynamicShared(d.fn.litSeed3, litSeed3Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_seed3: %w", ordinal, err))
 	}
 	if err := setMaxDynamicShared(d.fn.litParse3, litParse3Shared); err != nil {

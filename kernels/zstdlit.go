@@ -30,10 +30,11 @@ const (
 	litSeedThreads = zstdlit.SegmentSize // zl_seed's CTA: a thread a position of a segment (kSeedThreads)
 )
 
-// litSeedShared is zl_seed3's table, the strong rung's, and litSeed1Shared
-// zl_seed's, the fast rung's; a launch asks for its own rung's.
+// litSeed3Shared is zl_seed3's table, the strong rung's, and
+// litSeed1Shared zl_seed's, the fast rung's; a launch asks for its own
+// rung's.
 var (
-	litSeedShared  = zstdlit.Options{Level: 3}.SeedTableBytes()
+	litSeed3Shared = zstdlit.Options{Level: 3}.SeedTableBytes()
 	litSeed1Shared = zstdlit.Options{Level: 1}.SeedTableBytes()
 )
 
@@ -42,11 +43,15 @@ var (
 var litParse3Shared = litParseThreads * (zstdlit.SegmentSize + 9*(1<<zstdlit.Options{Level: 3}.SegmentTableBits())/8)
 
 // litChunkSeedCTAs bounds zl_cseed's grid, its CTAs then taking chunks'
-// parts in turn; litChunkShared is each CTA's part of the largest chunk
-// table (litChunkSeedParts a chunk).
+// parts in turn.
 const litChunkSeedCTAs = 256
 
-var litChunkShared = 4 << zstdlit.Options{Level: 3}.ChunkTableBits(2*zstdlit.MaxBlockSize) / litChunkSeedParts
+// litChunkPartBytes is the shared memory of a zl_cseed CTA: its part
+// (litChunkSeedParts a chunk) of a chunk table of 2^bits 4-byte entries.
+// litChunkShared is the largest, the one the kernel is allowed.
+func litChunkPartBytes(bits int) int { return 4 << bits / litChunkSeedParts }
+
+var litChunkShared = litChunkPartBytes(zstdlit.Options{Level: 3}.ChunkTableBits(2 * zstdlit.MaxBlockSize))
 
 // litTagBits is the bits of hash that zl_cseed keeps below an entry's
 // position + 1 for chunks of chunkBytes.
@@ -186,7 +191,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {
 		if err := d.fn.litChunkSeed.Launch(int(min(litChunkSeedParts*nChunks, litChunkSeedCTAs)), 1, 1,
-			litChunkSeedThreads, 1, 1, 4<<tb/litChunkSeedParts, s,
+			litChunkSeedThreads, 1, 1, litChunkPartBytes(tb), s,
 			args(src, cb, cu.DevicePtr(bpc), cu.DevicePtr(nChunks), nonfill, lit.seed, key, cu.DevicePtr(tb),
 				cu.DevicePtr(litTagBits(chunkBytes)))); err != nil {
 			return fmt.Errorf("launch zstd chunk seeds: %w", err)

@@ -97,6 +97,13 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 	}
 }
 
+// namedEncoder is one encoder of the side-by-side benchmarks: it appends
+// src's frame to dst.
+type namedEncoder struct {
+	name string
+	enc  func(dst, src []byte) []byte
+}
+
 // libzstdEnc is lz's Encode in the benchmarks' signature; an error fails
 // the benchmark.
 func libzstdEnc(b *testing.B, lz *libzstd.Encoder) func(dst, src []byte) []byte {
@@ -136,10 +143,7 @@ func BenchmarkCameraEncoders(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			encoders := []struct {
-				name string
-				enc  func(dst, src []byte) []byte
-			}{
+			encoders := []namedEncoder{
 				{"klauspost", func(dst, src []byte) []byte { return kl.EncodeAll(src, dst) }},
 				{"window", func(dst, src []byte) []byte {
 					return EncodeWindow(dst, src, WindowOptionsFor(level, cam.ElemSize()))
@@ -153,10 +157,7 @@ func BenchmarkCameraEncoders(b *testing.B) {
 				if lz, err = libzstd.New(level); err != nil {
 					b.Fatal(err)
 				}
-				encoders = append(encoders, struct {
-					name string
-					enc  func(dst, src []byte) []byte
-				}{"libzstd", libzstdEnc(b, lz)})
+				encoders = append(encoders, namedEncoder{"libzstd", libzstdEnc(b, lz)})
 			}
 			for _, e := range encoders {
 				b.Run(fmt.Sprintf("%s/level%d/%s", cam.Name, level, e.name), func(b *testing.B) {
