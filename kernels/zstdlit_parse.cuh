@@ -386,9 +386,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			for (uint32_t k = 0; k < kBatch; k++)
 				sc[k] = ahead[k];
 		} else {
-#pragma unroll
-			for (uint32_t k = 0; k < kBatch; k++)
-				sc[k] = k < cnt ? __ldg(seed + i + k) : kNoSeed;
+			load_seeds(seed, i, n, key, sc);
 		}
 		if (kAhead) {
 			ahead_at = i + cnt;
