@@ -88,12 +88,14 @@ struct SeqShared {
 	uint32_t carry[kSegsPerBlock];
 	uint32_t meta[kSegsPerBlock]; // each segment's summary word
 	uint8_t spread[3][512];
-	// One segment's sequences at a time: their values and codes, then
-	// each stream's state bits (count and value) for each sequence.
+	// One segment's sequences at a time: their values and codes, each
+	// code's transform (seq_transform), then each stream's state before
+	// each sequence, from which the bits it puts out follow.
 	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
 	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as t
-	uint8_t nb[3][kSlotSeqs];
-	uint16_t val[3][kSlotSeqs];
+	uint32_t tr[3][kSlotSeqs];
+	uint16_t sv[3][kSlotSeqs];
+	uint32_t fin[3]; // each stream's final state
 	// The bitstream's words from stage0 on, built with atomicOr, the
 	// complete ones flushed after each segment.
 	uint32_t stage[kSeqStageWords];
@@ -182,65 +184,71 @@ __device__ __forceinline__ uint32_t warp_excl_scan(uint32_t v, unsigned lane, ui
 	return x - v;
 }
 
+// seq_transform packs symbol s's transform for the state chain in one
+// word: deltaNbBits (below 10 << 16, so 20 bits) above deltaFind + 1024
+// (in [512, 1536): 11 bits). The lanes fill a segment's transforms before
+// the chain runs, which then loads one word a step.
+__device__ __forceinline__ uint32_t seq_transform(const SeqTable &T, uint32_t s)
+{
+	return T.deltaNbBits[s] << 11 | (uint32_t)(T.deltaFind[s] + 1024);
+}
+
+// seq_nbits is the number of bits a stream in state st puts out for the
+// symbol of transform tr: FSE's nbBitsOut.
+__device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint32_t tr)
+{
+	return (st + (tr >> 11)) >> 16;
+}
+
 // seq_states runs one stream's FSE state over a segment's k sequences,
-// last first, as the encoder meets them, recording for each the bits it
-// puts out (none for the block's last sequence, which sets the state).
-// st and started carry the state from the segment after this one.
-__device__ void seq_states(const SeqTable &T, const uint8_t *code, uint8_t *nb, uint16_t *val, uint32_t k,
+// last first, as the encoder meets them, recording the state before each
+// (none for the block's last sequence, which sets the state and puts out
+// nothing). st and started carry the state from the segment after this
+// one. The chain is serial, one lane a stream, so it does only what the
+// next state needs; the bits each state puts out are worked out by the
+// whole warp afterwards (seq_bits).
+__device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_t *tr, uint16_t *sv, uint32_t k,
                            uint32_t &st, bool started)
 {
 	int j = (int)k - 1;
 	if (!started) {
 		st = seq_init(T, code[j]);
-		nb[j] = 0;
 		j--;
 	}
-	if (T.rle) {
-		for (; j >= 0; j--)
-			nb[j] = 0;
+	if (T.rle)
 		return;
-	}
-	if (j < 0)
-		return;
-	// The symbol's transform for the next step is loaded while the state's
-	// load is in flight, and the code for the step after that: the chain
-	// is then one shared load a sequence. (Loads go before the stores,
-	// which the compiler cannot move them across.)
-	uint32_t s = code[j];
-	uint32_t dnb = T.deltaNbBits[s];
-	int32_t dfind = T.deltaFind[s];
-	uint32_t s1 = code[j > 0 ? j - 1 : 0];
+#pragma unroll 4
 	for (; j >= 0; j--) {
-		const uint32_t nbOut = (st + dnb) >> 16;
-		const uint32_t next = T.state[(int32_t)(st >> nbOut) + dfind];
-		const uint32_t dnb1 = T.deltaNbBits[s1];
-		const int32_t dfind1 = T.deltaFind[s1];
-		const uint32_t s2 = code[j > 1 ? j - 2 : 0];
-		nb[j] = (uint8_t)nbOut;
-		val[j] = (uint16_t)(st & ((1u << nbOut) - 1));
-		st = next;
-		dnb = dnb1;
-		dfind = dfind1;
-		s1 = s2;
+		const uint32_t w = tr[j];
+		const uint32_t nbOut = seq_nbits(st, w);
+		sv[j] = (uint16_t)st;
+		st = T.state[(int32_t)((st >> nbOut) + (w & 2047u)) - 1024];
 	}
 }
 
 // seq_bits is sequence j's bits in stream order (the OF, ML and LL states,
 // then the LL, ML and OF extra bits), and their count in n: the states
 // and the LL extra bits (at most 42) in the value, the ML and OF extra
-// bits (at most 26) in hi, their count in nhi.
-__device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, uint32_t &n, uint32_t &hi, uint32_t &nhi)
+// bits (at most 26) in hi, their count in nhi. init marks the block's last
+// sequence, whose states put out nothing.
+__device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, bool init, uint32_t &n, uint32_t &hi,
+                                             uint32_t &nhi)
 {
 	const uint32_t llc = S.code[0][j], ofc = S.code[1][j], mlc = S.code[2][j];
-	const uint32_t nll = S.nb[0][j], nof = S.nb[1][j], nml = S.nb[2][j];
-	uint64_t v = nof != 0 ? S.val[1][j] : 0;
-	uint32_t at = nof;
-	if (nml != 0)
-		v |= (uint64_t)S.val[2][j] << at;
-	at += nml;
-	if (nll != 0)
-		v |= (uint64_t)S.val[0][j] << at;
-	at += nll;
+	uint32_t nb[3] = {0, 0, 0}, val[3] = {0, 0, 0};
+#pragma unroll
+	for (int x = 0; x < 3; x++)
+		if (!init && !S.t[x].rle) {
+			const uint32_t st = S.sv[x][j];
+			nb[x] = seq_nbits(st, S.tr[x][j]);
+			val[x] = st & ((1u << nb[x]) - 1);
+		}
+	uint64_t v = val[1];
+	uint32_t at = nb[1];
+	v |= (uint64_t)val[2] << at;
+	at += nb[2];
+	v |= (uint64_t)val[0] << at;
+	at += nb[0];
 	v |= (uint64_t)(S.ll[j] - S.llBase[llc]) << at;
 	n = at + S.llBits[llc];
 	hi = (S.ml[j] - S.mlBase[mlc]) | (S.ov[j] & ((1u << ofc) - 1)) << S.mlBits[mlc];
@@ -403,13 +411,17 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			S.ll[j] = ll;
 			S.ml[j] = ml;
 			S.ov[j] = ov;
-			S.code[0][j] = (uint8_t)ll_code(ll);
-			S.code[1][j] = (uint8_t)high_bit(ov);
-			S.code[2][j] = (uint8_t)ml_code(ml);
+			const uint32_t c[3] = {ll_code(ll), (uint32_t)high_bit(ov), ml_code(ml)};
+#pragma unroll
+			for (int x = 0; x < 3; x++) {
+				S.code[x][j] = (uint8_t)c[x];
+				S.tr[x][j] = seq_transform(S.t[x], c[x]);
+			}
 		}
 		__syncwarp();
 		if (lane < 3)
-			seq_states(T, S.code[lane], S.nb[lane], S.val[lane], k, st, started);
+			seq_states(T, S.code[lane], S.tr[lane], S.sv[lane], k, st, started);
+		const bool first = !started;
 		started = true;
 		__syncwarp();
 		for (uint32_t e0 = 0; e0 < k; e0 += 32) {
@@ -417,7 +429,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			uint64_t v = 0;
 			uint32_t nv = 0, hi = 0, nhi = 0;
 			if (e < k)
-				v = seq_bits(S, k - 1 - e, nv, hi, nhi);
+				v = seq_bits(S, k - 1 - e, first && e == 0, nv, hi, nhi);
 			uint32_t total;
 			const uint32_t at = bits + warp_excl_scan(nv + nhi, lane, total) - 32 * stage0;
 			if (nv != 0)
@@ -454,16 +466,16 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		w.acc = S.stage[0];
 		w.nbits = bits - 32 * stage0;
 	}
-	if (lane < 3 && !T.rle)
-		S.val[lane][0] = (uint16_t)st;
+	if (lane < 3)
+		S.fin[lane] = st;
 	__syncwarp();
 	if (lane == 0) {
 		if (!S.t[2].rle)
-			w.add(S.val[2][0], S.t[2].log);
+			w.add(S.fin[2], S.t[2].log);
 		if (!S.t[1].rle)
-			w.add(S.val[1][0], S.t[1].log);
+			w.add(S.fin[1], S.t[1].log);
 		if (!S.t[0].rle)
-			w.add(S.val[0][0], S.t[0].log);
+			w.add(S.fin[0], S.t[0].log);
 		w.close();
 		const bool fits = !w.over && w.len <= w.limit;
 		out->nseq = fits ? nseq : 0;
