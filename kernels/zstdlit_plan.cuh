@@ -64,8 +64,11 @@ constexpr int kMaxFSESymbols = 53;
 // the smaller symbol). zstdlit's normalize. norm holds maxSym+1 entries.
 __device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *norm)
 {
-	uint64_t rem[kMaxFSESymbols];
-	uint64_t total = 0;
+	// 32-bit arithmetic is exact here: a count is at most a block's 2^17
+	// bytes and the rest at most 2^9, so their product stays below 2^26
+	// (a 64-bit division costs the GPU a long software routine).
+	uint32_t rem[kMaxFSESymbols];
+	uint32_t total = 0;
 	int present = 0;
 	for (int s = 0; s <= maxSym; s++) {
 		norm[s] = 0;
@@ -76,11 +79,11 @@ __device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *n
 			total += count[s];
 		}
 	}
-	const uint64_t rest = (uint64_t)((1 << log) - present);
-	uint64_t given = 0;
+	const uint32_t rest = (uint32_t)((1 << log) - present);
+	uint32_t given = 0;
 	for (int s = 0; s <= maxSym; s++)
 		if (count[s] != 0) {
-			const uint64_t q = (uint64_t)count[s] * rest;
+			const uint32_t q = count[s] * rest;
 			norm[s] += (int)(q / total);
 			given += q / total;
 			rem[s] = q % total;

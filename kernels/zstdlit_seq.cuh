@@ -82,19 +82,35 @@ struct SeqTable {
 constexpr uint32_t kSeqMaxBits = 68;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
 
-struct SeqShared {
+// SeqCounts is the first pass's: the codes' histograms and the tables'
+// spread scratch, dead once the tables are built.
+struct SeqCounts {
 	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
+	uint8_t spread[3][512];
+};
+
+// SeqSegment is the second pass's, one segment's sequences at a time:
+// their values and codes, each code's transform (seq_transform), then
+// each stream's state before each sequence, from which the bits it puts
+// out follow.
+struct SeqSegment {
+	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
+	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as SeqShared::t
+	uint32_t tr[3][kSlotSeqs];
+	uint16_t sv[3][kSlotSeqs];
+};
+
+struct SeqShared {
 	SeqTable t[3]; // LL, OF, ML
 	uint32_t carry[kSegsPerBlock];
 	uint32_t meta[kSegsPerBlock]; // each segment's summary word
-	uint8_t spread[3][512];
-	// One segment's sequences at a time: their values and codes, each
-	// code's transform (seq_transform), then each stream's state before
-	// each sequence, from which the bits it puts out follow.
-	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
-	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as t
-	uint32_t tr[3][kSlotSeqs];
-	uint16_t sv[3][kSlotSeqs];
+	// The two passes' scratch share their memory: shared memory is what
+	// limits how many of zl_seq's warps an SM holds, and the chains wait
+	// on their loads.
+	union {
+		SeqCounts c;
+		SeqSegment g;
+	};
 	uint32_t fin[3]; // each stream's final state
 	// The bitstream's words from stage0 on, built with atomicOr, the
 	// complete ones flushed after each segment.
@@ -234,13 +250,13 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_
 __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, bool init, uint32_t &n, uint32_t &hi,
                                              uint32_t &nhi)
 {
-	const uint32_t llc = S.code[0][j], ofc = S.code[1][j], mlc = S.code[2][j];
+	const uint32_t llc = S.g.code[0][j], ofc = S.g.code[1][j], mlc = S.g.code[2][j];
 	uint32_t nb[3] = {0, 0, 0}, val[3] = {0, 0, 0};
 #pragma unroll
 	for (int x = 0; x < 3; x++)
 		if (!init && !S.t[x].rle) {
-			const uint32_t st = S.sv[x][j];
-			nb[x] = seq_nbits(st, S.tr[x][j]);
+			const uint32_t st = S.g.sv[x][j];
+			nb[x] = seq_nbits(st, S.g.tr[x][j]);
 			val[x] = st & ((1u << nb[x]) - 1);
 		}
 	uint64_t v = val[1];
@@ -249,9 +265,9 @@ __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, boo
 	at += nb[2];
 	v |= (uint64_t)val[0] << at;
 	at += nb[0];
-	v |= (uint64_t)(S.ll[j] - S.llBase[llc]) << at;
+	v |= (uint64_t)(S.g.ll[j] - S.llBase[llc]) << at;
 	n = at + S.llBits[llc];
-	hi = (S.ml[j] - S.mlBase[mlc]) | (S.ov[j] & ((1u << ofc) - 1)) << S.mlBits[mlc];
+	hi = (S.g.ml[j] - S.mlBase[mlc]) | (S.g.ov[j] & ((1u << ofc) - 1)) << S.mlBits[mlc];
 	nhi = S.mlBits[mlc] + ofc;
 	return v;
 }
@@ -329,7 +345,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		S.nlit = nlit;
 	}
 	for (int i = lane; i < kLLSyms + kMLSyms + kOFSyms; i += 32)
-		(i < kLLSyms ? S.hll[i] : i < kLLSyms + kMLSyms ? S.hml[i - kLLSyms] : S.hof[i - kLLSyms - kMLSyms]) = 0;
+		(i < kLLSyms ? S.c.hll[i] : i < kLLSyms + kMLSyms ? S.c.hml[i - kLLSyms] : S.c.hof[i - kLLSyms - kMLSyms]) = 0;
 	__syncwarp();
 	if (skip || S.nseq == 0) {
 		if (lane == 0) {
@@ -351,19 +367,18 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			const uint32_t j = lane + 32 * r, q = here.q[r];
 			if (j >= k)
 				continue;
-			atomicAdd(&S.hll[ll_code(seq_ll(q) + (j == 0 ? S.carry[s] : 0))], 1u);
-			atomicAdd(&S.hml[ml_code(seq_ml(q))], 1u);
-			atomicAdd(&S.hof[high_bit(here.ov(r))], 1u);
+			atomicAdd(&S.c.hll[ll_code(seq_ll(q) + (j == 0 ? S.carry[s] : 0))], 1u);
+			atomicAdd(&S.c.hml[ml_code(seq_ml(q))], 1u);
+			atomicAdd(&S.c.hof[high_bit(here.ov(r))], 1u);
 		}
 	}
 	__syncwarp();
 	const uint32_t nseq = S.nseq;
-	if (lane == 0)
-		build_seq_table(S.t[0], S.spread[0], S.hll, kLLSyms, 9, nseq);
-	else if (lane == 1)
-		build_seq_table(S.t[1], S.spread[1], S.hof, kOFSyms, 8, nseq);
-	else if (lane == 2)
-		build_seq_table(S.t[2], S.spread[2], S.hml, kMLSyms, 9, nseq);
+	// The three tables are built side by side, one lane each, on one path
+	// (three branches would run one after the other).
+	if (lane < 3)
+		build_seq_table(S.t[lane], S.c.spread[lane], lane == 0 ? S.c.hll : lane == 1 ? S.c.hof : S.c.hml,
+		                lane == 0 ? kLLSyms : lane == 1 ? kOFSyms : kMLSyms, lane == 1 ? 8 : 9, nseq);
 	__syncwarp();
 	BitOut w{lit + chunk * chunk_bytes + off + S.nlit, 0, n - S.nlit, 0, 0, false};
 	if (lane == 0) {
@@ -408,19 +423,19 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 				continue;
 			const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q);
 			const uint32_t ov = here.ov(r);
-			S.ll[j] = ll;
-			S.ml[j] = ml;
-			S.ov[j] = ov;
+			S.g.ll[j] = ll;
+			S.g.ml[j] = ml;
+			S.g.ov[j] = ov;
 			const uint32_t c[3] = {ll_code(ll), (uint32_t)high_bit(ov), ml_code(ml)};
 #pragma unroll
 			for (int x = 0; x < 3; x++) {
-				S.code[x][j] = (uint8_t)c[x];
-				S.tr[x][j] = seq_transform(S.t[x], c[x]);
+				S.g.code[x][j] = (uint8_t)c[x];
+				S.g.tr[x][j] = seq_transform(S.t[x], c[x]);
 			}
 		}
 		__syncwarp();
 		if (lane < 3)
-			seq_states(T, S.code[lane], S.tr[lane], S.sv[lane], k, st, started);
+			seq_states(T, S.g.code[lane], S.g.tr[lane], S.g.sv[lane], k, st, started);
 		const bool first = !started;
 		started = true;
 		__syncwarp();
