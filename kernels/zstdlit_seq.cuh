@@ -515,6 +515,22 @@ struct CompactShared {
 	alignas(16) uint8_t out[kCompactWarps][kSeg];
 };
 
+// run_of is the run of literal t of a segment: the last of runs 0..k
+// (their output starts in dst) to start at or before t, which skips the
+// empty runs there.
+__device__ __forceinline__ uint32_t run_of(const uint16_t *dst, uint32_t k, uint32_t t)
+{
+	uint32_t lo = 0, hi = k;
+	while (lo < hi) {
+		const uint32_t mid = (lo + hi + 1) >> 1;
+		if (dst[mid] <= t)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 // compact_by_search stores literal t of a segment (sp, run starts src
 // and dst as compact_segment fills them) at d[t], each lane taking every
 // 32nd literal and finding its run by binary search, so that loads and
@@ -525,15 +541,7 @@ __device__ __forceinline__ void compact_by_search(const uint8_t *__restrict__ sp
                                                   unsigned lane)
 {
 	for (uint32_t t = lane; t < nlit; t += 32) {
-		// The last run starting at or before t; runs are never empty there.
-		uint32_t lo = 0, hi = k;
-		while (lo < hi) {
-			const uint32_t mid = (lo + hi + 1) >> 1;
-			if (dst[mid] <= t)
-				lo = mid;
-			else
-				hi = mid - 1;
-		}
+		const uint32_t lo = run_of(dst, k, t);
 		d[t] = sp[src[lo] + (t - dst[lo])];
 	}
 }
@@ -549,14 +557,7 @@ __device__ __forceinline__ void compact_by_runs(const uint8_t *__restrict__ sp, 
                                                 uint8_t *out, unsigned lane)
 {
 	for (uint32_t t = lane * kCompactRun; t < nlit; t += 32 * kCompactRun) {
-		uint32_t lo = 0, hi = k;
-		while (lo < hi) {
-			const uint32_t mid = (lo + hi + 1) >> 1;
-			if (dst[mid] <= t)
-				lo = mid;
-			else
-				hi = mid - 1;
-		}
+		uint32_t lo = run_of(dst, k, t);
 		uint32_t next = dst[lo + 1], at = src[lo] - dst[lo];
 		uint32_t v[kCompactRun];
 #pragma unroll
