@@ -128,10 +128,13 @@ func klauspostAt(level int) (*zstd.Encoder, error) {
 // chunks a Zarr writer stores: klauspost, the windowed encoder (the CPU
 // engine's default) and the segmented one, at levels 1 and 3, and, built
 // with -tags libzstd (Debian's libzstd-dev), libzstd itself, what the
-// other Zarr writers run.
+// other Zarr writers run (-v prints its release).
 //
 //	go test -tags libzstd -run '^$' -bench CameraEncoders -benchtime 4x ./zstdlit
 func BenchmarkCameraEncoders(b *testing.B) {
+	if libzstd.Available {
+		b.Logf("libzstd %s", libzstd.Version()) // the reference's figures depend on its release
+	}
 	for _, cam := range synth.Cameras(1024, 1024) {
 		chunks := cam.ZarrChunks()
 		var in int64
