@@ -25,6 +25,10 @@ func TestTheParseKernelsSegmentGeometryIsTheReferences(t *testing.T) {
 		{"kFastHashBits", zstdlit.Options{Level: 1}.SegmentTableBits()},
 		{"kStrongHashBits", strongest.SegmentTableBits()},
 		{"kMinMatch", strongest.KeyBytes()},
+		{"kFastKey", zstdlit.Options{Level: 1}.KeyBytes()},
+		{"kFastSeedBits", zstdlit.Options{Level: 1}.SeedBits()},
+		{"kStrongKey", strongest.KeyBytes()},
+		{"kStrongSeedBits", strongest.SeedBits()},
 	})
 }
 

@@ -186,7 +186,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		seedFn = d.fn.litSeed3
 	}
 	if err := seedFn.Launch(grid, 1, 1, litSeedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, key, cu.DevicePtr(lit.opt.SeedBits()))); err != nil {
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {
