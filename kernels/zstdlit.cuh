@@ -163,7 +163,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // rung's key length and table bits are template arguments: the hash's
 // shifts and masks then fold into its instructions, and at level 1 the
 // walk issues an instruction in 83% of the cycles (Nsight Compute), so
-// every instruction saved a position is time (the seeds 4.6-5.0% faster
+// every instruction saved a position is time (the seeds 4.0-4.7% faster
 // at level 1, 0.7-1.4% at level 3; H100, 2026-11-26).
 namespace zl {
 template <bool Measure, uint32_t key, uint32_t bits>
