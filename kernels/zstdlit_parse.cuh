@@ -22,7 +22,7 @@ constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the
 // fastSeedBits, strongKeyBytes, strongSeedBits): zl_seed is the fast
 // rung's and zl_seed3 the strong rung's, and each takes them as
 // constants. The parse takes its key from the host: as a constant too it
-// measured 0.5-1.5% slower at level 1 and 9-15% at level 3, where nvcc
+// measured 0.5-1.5% slower at level 1 and 10-15% at level 3, where nvcc
 // then scheduled zl_parse3 into 96 registers instead of 127 (H100,
 // 2026-11-26).
 constexpr uint32_t kFastKey = 6;
