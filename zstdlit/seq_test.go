@@ -1,8 +1,10 @@
 package zstdlit
 
 import (
+	"math/bits"
 	"testing"
 
+	"github.com/zspool/zspool/internal/synth"
 	"github.com/zspool/zspool/zstdlit/corpus"
 )
 
@@ -94,4 +96,29 @@ func TestTheCorpusReachesEveryPartOfTheSequencesCoder(t *testing.T) {
 		}
 	}
 	t.Logf("%v", reached)
+}
+
+// BenchmarkSequencesSectionOfADimBlock codes the sequences the windowed
+// parse finds in the first 128 KiB block of a chunk of dim camera frames
+// (about 12,000: the densest of the camera sets, where the section is a
+// third of the encoder's time), reporting the cost of a sequence.
+//
+//	go test -run '^$' -bench SequencesSection -cpu 1 ./zstdlit
+func BenchmarkSequencesSectionOfADimBlock(b *testing.B) {
+	ch := synth.CameraDim(1024, 1024).ZarrChunks()[0]
+	opt := WindowOptionsFor(1, 2).withDefaults()
+	opt.MinMatch = opt.DenseMinMatch // as EncodeWindow chooses for dim frames
+	e := &windowEncoder{table: make([]uint32, 1<<opt.HashLog), rep: [3]uint32{1, 4, 8}, posBits: uint(bits.Len(uint(len(ch))))}
+	e.parseWindow(ch, 0, MaxBlockSize, len(ch), opt) // a chunk under singleSegmentLimit: matches reach its start
+	seqs := e.wseqs
+	if len(seqs) < 1000 {
+		b.Fatalf("%d sequences in a dim block: not the dense case this measures", len(seqs))
+	}
+	var sw seqWriter
+	var dst []byte
+	for b.Loop() {
+		dst = sw.appendSequences(dst[:0], seqs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(seqs)), "ns/seq")
+	b.ReportMetric(float64(len(seqs)), "seqs")
 }
