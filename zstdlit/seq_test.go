@@ -1,7 +1,6 @@
 package zstdlit
 
 import (
-	"math/bits"
 	"testing"
 
 	"github.com/zspool/zspool/internal/synth"
@@ -106,10 +105,9 @@ func TestTheCorpusReachesEveryPartOfTheSequencesCoder(t *testing.T) {
 //	go test -run '^$' -bench SequencesSection -cpu 1 ./zstdlit
 func BenchmarkSequencesSectionOfADimBlock(b *testing.B) {
 	ch := synth.CameraDim(1024, 1024).ZarrChunks()[0]
-	opt := WindowOptionsFor(1, 2).withDefaults()
-	opt.MinMatch = opt.DenseMinMatch // as EncodeWindow chooses for dim frames
-	e := &windowEncoder{table: make([]uint32, 1<<opt.HashLog), rep: [3]uint32{1, 4, 8}, posBits: uint(bits.Len(uint(len(ch))))}
-	e.parseWindow(ch, 0, MaxBlockSize, len(ch), opt) // a chunk under singleSegmentLimit: matches reach its start
+	e := new(windowEncoder)
+	opt, maxOff := e.start(ch, WindowOptionsFor(1, 2).withDefaults()) // as EncodeWindow readies a frame
+	e.parseWindow(ch, 0, MaxBlockSize, maxOff, opt)
 	seqs := e.wseqs
 	if len(seqs) < 1000 {
 		b.Fatalf("%d sequences in a dim block: not the dense case this measures", len(seqs))

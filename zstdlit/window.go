@@ -155,13 +155,28 @@ func EncodeWindow(dst, src []byte, opt WindowOptions) []byte {
 	if len(src) == 0 {
 		dst = appendBlockHeader(dst, true, blockRaw, 0)
 	}
+	e := windowEncoders.Get().(*windowEncoder)
+	opt, maxOff := e.start(src, opt)
+	for off := 0; off < len(src); off += MaxBlockSize {
+		end := min(off+MaxBlockSize, len(src))
+		dst = e.appendWindowBlock(dst, src, off, end, maxOff, opt)
+	}
+	windowEncoders.Put(e)
+	if opt.Checksum {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(xxhash.Sum64(src)))
+	}
+	return dst
+}
+
+// start readies e for the frame of src and returns the options it takes
+// for it (opt with its defaults applied) and the farthest a match reaches.
+func (e *windowEncoder) start(src []byte, opt WindowOptions) (WindowOptions, int) {
 	// A small chunk gets a table no larger than itself: clearing 256 KiB
 	// for every 4 KiB chunk would cost more than the search.
 	opt.HashLog = min(opt.HashLog, max(10, bits.Len(uint(len(src)))))
 	if opt.DenseMinMatch != 0 && len(src) > 0 && entropy(src[:min(len(src), MaxBlockSize)]) < DenseEntropy {
 		opt.MinMatch = opt.DenseMinMatch
 	}
-	e := windowEncoders.Get().(*windowEncoder)
 	if len(e.table) != 1<<opt.HashLog {
 		e.table = make([]uint32, 1<<opt.HashLog)
 	} else {
@@ -180,19 +195,10 @@ func EncodeWindow(dst, src []byte, opt WindowOptions) []byte {
 	}
 	e.rep = [3]uint32{1, 4, 8}
 	e.posBits = uint(bits.Len(uint(len(src))))
-	maxOff := len(src)
 	if len(src) > singleSegmentLimit {
-		maxOff = windowLimit
+		return opt, windowLimit
 	}
-	for off := 0; off < len(src); off += MaxBlockSize {
-		end := min(off+MaxBlockSize, len(src))
-		dst = e.appendWindowBlock(dst, src, off, end, maxOff, opt)
-	}
-	windowEncoders.Put(e)
-	if opt.Checksum {
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(xxhash.Sum64(src)))
-	}
-	return dst
+	return opt, len(src)
 }
 
 func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff int, opt WindowOptions) []byte {
