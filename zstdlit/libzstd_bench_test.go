@@ -78,7 +78,7 @@ func BenchmarkCameraRatioAgainstLibzstd(b *testing.B) {
 					for _, ch := range chunks {
 						dst = kl.EncodeAll(ch, dst[:0])
 						kls += int64(len(dst))
-						dst = Encode(dst[:0], ch, Options{Level: level})
+						dst = Encode(dst[:0], ch, Options{Level: level, ElemSize: cam.ElemSize()})
 						lit += int64(len(dst))
 						dst = EncodeWindow(dst[:0], ch, wopt)
 						win += int64(len(dst))
@@ -152,7 +152,7 @@ func BenchmarkCameraEncoders(b *testing.B) {
 					return EncodeWindow(dst, src, WindowOptionsFor(level, cam.ElemSize()))
 				}},
 				{"segmented", func(dst, src []byte) []byte {
-					return Encode(dst, src, Options{Level: level})
+					return Encode(dst, src, Options{Level: level, ElemSize: cam.ElemSize()})
 				}},
 			}
 			var lz *libzstd.Encoder

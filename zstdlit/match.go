@@ -47,6 +47,14 @@ import "encoding/binary"
 //     larger) and runs to the segment's end at most; a seed match may
 //     start in any earlier segment of the block, or of the chunk, so
 //     offsets reach up to the chunk's size.
+//   - At the fast rung on 16-bit and wider data (Options.Grid 2), only
+//     even positions (of the chunk; segments and blocks start on even
+//     ones) are eligible: looked up, and entered in every table. A match
+//     found at i is then extended backwards, byte by byte, while the
+//     bytes before it and before its candidate agree, down to the
+//     segment's literals' start at most and to its candidate's own
+//     segment's start (for a seed, its block's start). The parse goes on
+//     at the first even position at or after the match's end.
 //   - Offsets are coded with repeat codes only against the offsets of the
 //     segment's own earlier sequences, whatever came before it; the
 //     decoder's history agrees with those entries, so the codes are right.
@@ -55,7 +63,13 @@ import "encoding/binary"
 //
 // Measured against libzstd on the camera sets (2 MiB chunks,
 // BenchmarkCameraRatioAgainstLibzstd), level 1 against its level 1: dim
-// 99.9%, bright 100.4%, flat 100.3%, 8-bit 100.8%. Level 3 against its
+// 101.3%, bright 102.3%, flat 100.4%, 8-bit 100.8% (every position, as
+// level 3 and 8-bit data take them: 99.9, 100.4, 100.3%). The even grid
+// halves the positions the GPU hashes and stores its ratio gains
+// besides: the odd positions' keys straddle two pixels, and their chance
+// matches crowd the tables. At level 3 it does not pay: flat fields fall
+// to 92.1%, as their pixel pairs repeat at odd offsets only the 5-byte
+// keys of every position find. Level 3 against its
 // level 3: dim 99.1%, bright 102.0%, flat 99.1%, 8-bit 102.6%. What each
 // part of the strong rung buys there (measured with the 1 KiB segments of
 // before, level 3 then 99.2, 102.2, 99.2 and 102.6%), one at a time on
@@ -136,6 +150,8 @@ type parser struct {
 	seed      []int32 // the block's table, chunk positions
 	chunk     []int32 // the chunk's table, chunk positions
 	useChunk  bool    // the frame being parsed keeps the chunk table
+	grid      int     // Options.Grid
+	blockOff  int     // the block being parsed starts here
 	lits      []byte
 	seqs      []sequence
 }
@@ -148,6 +164,7 @@ func (p *parser) setRung(opt Options) {
 	p.keyMask = 1<<(8*k) - 1
 	p.localBits = uint(opt.SegmentTableBits())
 	p.opt = opt
+	p.grid = opt.Grid()
 	if len(p.table) != 1<<p.localBits {
 		p.table = make([]uint16, 1<<p.localBits)
 	}
@@ -175,7 +192,7 @@ func (p *parser) endBlock(src []byte, off, end int) {
 	if !p.useChunk || end == len(src) {
 		return
 	}
-	for i := off; i+p.keyBytes <= end; i++ {
+	for i := off; i+p.keyBytes <= end; i += p.grid {
 		p.chunk[seedHash(p.key(src, i), p.chunkBits)] = int32(i)
 	}
 }
@@ -189,11 +206,12 @@ func (p *parser) parseBlock(src []byte, off, end int) {
 	for i := range p.seed {
 		p.seed[i] = noSeed
 	}
+	p.blockOff = off
 	carry := uint32(0)
 	for a := off; a < end; a += SegmentSize {
 		b := min(a+SegmentSize, end)
 		carry = p.parseSegment(src, a, b, carry)
-		for i := a; i+p.keyBytes <= b; i++ {
+		for i := a; i+p.keyBytes <= b; i += p.grid {
 			p.seed[seedHash(p.key(src, i), p.seedBits)] = int32(i)
 		}
 	}
@@ -222,7 +240,7 @@ func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
 	for i := range table {
 		table[i] = noPos
 	}
-	mm, kb, lb := p.minMatch, p.keyBytes, p.localBits
+	mm, kb, lb, g := p.minMatch, p.keyBytes, p.localBits, p.grid
 	var hist [3]uint32
 	known := 0
 	litStart := a
@@ -243,22 +261,41 @@ func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
 			}
 		}
 		if uint32(l) < mm {
-			i++
+			i += g
 			continue
+		}
+		end := i + l
+		for j := i + g; j < end && j+kb <= b; j += g {
+			table[seedHash(p.key(src, j), lb)] = uint16(j - a)
+		}
+		if g > 1 {
+			i, c, l = p.extendBack(src, i, c, l, litStart, a)
 		}
 		ll := uint32(i-litStart) + carry
 		carry = 0
 		p.lits = append(p.lits, src[litStart:i]...)
 		ov := repCode(&hist, &known, uint32(i-c), ll == 0)
 		p.seqs = append(p.seqs, sequence{litLen: ll, matchLen: uint32(l), offVal: ov})
-		for j := i + 1; j < i+l && j+kb <= b; j++ {
-			table[seedHash(p.key(src, j), lb)] = uint16(j - a)
-		}
-		i += l
-		litStart = i
+		litStart = end
+		i = a + (end-a+g-1)/g*g
 	}
 	p.lits = append(p.lits, src[litStart:b]...)
 	return carry + uint32(b-litStart)
+}
+
+// extendBack moves the start of a match of l bytes at i, from candidate
+// c, back over the bytes before both that agree: not before lit (the
+// segment's literals' start), nor before the first byte of c's segment
+// (a, when c lies in the parsed segment) or block (a seed's).
+func (p *parser) extendBack(src []byte, i, c, l, lit, a int) (int, int, int) {
+	floor := p.blockOff
+	if c >= a {
+		floor = a
+	}
+	for i > lit && c > floor && src[i-1] == src[c-1] {
+		i, c, l = i-1, c-1, l+1
+	}
+	return i, c, l
 }
 
 // repCode returns the Offset_Value of off against the known entries of the

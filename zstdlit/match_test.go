@@ -19,8 +19,69 @@ func TestTheParseRoundTripsEveryCorpusCaseAndCamera(t *testing.T) {
 		for _, ch := range cam.ZarrChunks() {
 			decodes(t, ch, Options{})
 			decodes(t, ch, Options{Level: 3})
+			decodes(t, ch, Options{ElemSize: 2})
+			decodes(t, ch, Options{ElemSize: 4, MinMatch: 7})
 		}
 	}
+	for _, tc := range corpus.Cases() {
+		decodes(t, tc.Data, Options{ElemSize: 2})
+	}
+}
+
+func TestTheGridIsEvenOnlyAtTheFastRungOnWideElements(t *testing.T) {
+	for _, tc := range []struct {
+		opt  Options
+		want int
+	}{
+		{Options{}, 1},
+		{Options{ElemSize: 1}, 1},
+		{Options{ElemSize: 2}, 2},
+		{Options{ElemSize: 4, Level: 2}, 2},
+		{Options{ElemSize: 2, Level: 3}, 1},
+	} {
+		if got := tc.opt.Grid(); got != tc.want {
+			t.Errorf("%+v: grid %d, want %d", tc.opt, got, tc.want)
+		}
+	}
+}
+
+func TestTheEvenGridEntersNoOddPosition(t *testing.T) {
+	// Three segments of camera bytes: every seed entry the parse leaves
+	// and every chunk position it matched from must be even.
+	blk := synth.CameraDim(256, 256).ZarrChunks()[0][:3*SegmentSize]
+	var p parser
+	p.setRung(Options{ElemSize: 2})
+	p.parseBlock(blk, 0, len(blk))
+	for h, s := range p.seed {
+		if s != noSeed && s%2 != 0 {
+			t.Fatalf("seed entry %d holds odd position %d", h, s)
+		}
+	}
+	for _, v := range p.table {
+		if v != noPos && v%2 != 0 {
+			t.Fatalf("the last segment's table holds odd position %d", v)
+		}
+	}
+	if len(p.seqs) == 0 {
+		t.Fatal("no sequences: the check above proved nothing")
+	}
+	decodes(t, blk, Options{ElemSize: 2})
+}
+
+func TestAMatchOnTheEvenGridIsExtendedBackToItsOddStart(t *testing.T) {
+	// Segment 1 repeats 41 bytes of segment 0 from an odd position: the
+	// parse finds them at the even position after it, through the seed,
+	// and extends the match back by the one byte before.
+	const s = SegmentSize
+	blk := noise(2*s, 6)
+	copy(blk[s+101:s+142], blk[33:74])
+	var p parser
+	p.setRung(Options{ElemSize: 2})
+	p.parseBlock(blk, 0, len(blk))
+	if len(p.seqs) != 1 || p.seqs[0].litLen != s+101 || p.seqs[0].matchLen != 41 || p.seqs[0].offVal != s+68+3 {
+		t.Fatalf("sequences %+v, want one 41-byte match at offset %d after %d literals", p.seqs, s+68, s+101)
+	}
+	decodes(t, blk, Options{ElemSize: 2})
 }
 
 // noise is n bytes that no parse finds a match in, seeded by seed.

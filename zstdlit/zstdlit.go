@@ -77,6 +77,9 @@ type Options struct {
 	// MinMatch is the shortest match taken, from the rung's key length
 	// (6 fast, 5 strong) to 8; 0 means the key length.
 	MinMatch int
+	// ElemSize is the size in bytes of the array's elements (0: 1): the
+	// fast rung parses 16-bit and wider data on even positions (Grid).
+	ElemSize int
 }
 
 // Strong reports whether o takes the parse's strong rung.
@@ -101,6 +104,16 @@ func (o Options) KeyBytes() int {
 func (o Options) SeedBits() int {
 	_, b := o.rung()
 	return int(b)
+}
+
+// Grid is the spacing of the positions the parse looks up and enters in
+// its tables (match.go): 2 at the fast rung on data of 2-byte or wider
+// elements, where a match that pays starts on a pixel, and 1 otherwise.
+func (o Options) Grid() int {
+	if !o.Strong() && o.ElemSize >= 2 {
+		return 2
+	}
+	return 1
 }
 
 // SegmentTableBits is the bits of the table each segment's parse keeps
