@@ -103,6 +103,7 @@ type functions struct {
 	keys, scan                   cu.Function
 	litSeed, litParse, litSeq    cu.Function
 	litSeed3                     cu.Function
+	litSeed2, litParse2          cu.Function // the even grid's (zstdlit's Options.Grid 2)
 	litChunkSeed, litParse3      cu.Function
 	litCompact                   cu.Function
 	litPlan, litFrame, litEncode cu.Function
@@ -181,8 +182,10 @@ func (d *Device) setup(ordinal int) error {
 	d.fn.keys = get("zs_chunk_keys")
 	d.fn.scan = get("zs_exclusive_scan")
 	d.fn.litSeed = get("zl_seed")
+	d.fn.litSeed2 = get("zl_seed2")
 	d.fn.litSeed3 = get("zl_seed3")
 	d.fn.litParse = get("zl_parse")
+	d.fn.litParse2 = get("zl_parse2")
 	d.fn.litChunkSeed = get("zl_cseed")
 	d.fn.litParse3 = get("zl_parse3")
 	d.fn.litSeq = get("zl_seq")
@@ -203,6 +206,9 @@ func (d *Device) setup(ordinal int) error {
 	// a CTA gets.
 	if err := setMaxDynamicShared(d.fn.litSeed, litSeed1Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_seed: %w", ordinal, err))
+	}
+	if err := setMaxDynamicShared(d.fn.litSeed2, litSeed1Shared); err != nil {
+		return fail(fmt.Errorf("GPU %d: kernel zl_seed2: %w", ordinal, err))
 	}
 	if err := setMaxDynamicShared(d.fn.litSeed3, litSeed3Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_seed3: %w", ordinal, err))

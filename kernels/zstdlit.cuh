@@ -165,18 +165,24 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // walk issues an instruction in 83% of the cycles (Nsight Compute), so
 // every instruction saved a position is time (the seeds 4.0-4.7% faster
 // at level 1, 0.7-1.4% at level 3; H100, 2026-11-26).
+//
+// zl_seed2 is zl_seed on the even grid (zstdlit's Options.Grid 2, the fast
+// rung on 16-bit and wider data): a thread an even position, half the
+// threads, and the seeds written a grid position each (seed_index).
 namespace zl {
-template <bool Measure, uint32_t key, uint32_t bits>
+template <bool Measure, uint32_t key, uint32_t bits, uint32_t grid>
 __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
                                             const uint32_t *nonfill, uint32_t *seed)
 {
 	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1 and tag, 0 for none
 	constexpr uint32_t kWords = zl::kSegWords + 2; // a segment's bytes and the next 8
+	constexpr uint32_t kThreads = zl::kSeedThreads / grid;
 	__shared__ uint32_t seg[2][kWords];
 	static_assert(zl::kSeedThreads == zl::kSeg, "zl_seed: a thread a position of the segment");
-	static_assert(kWords <= zl::kSeedThreads, "zl_seed: a thread loads one word of a segment");
+	static_assert(kWords <= kThreads, "zl_seed: a thread loads one word of a segment");
 	constexpr uint32_t kTagMask = (1u << zl::kSeedTagBits) - 1;
 	const unsigned t = threadIdx.x;
+	const uint32_t q = grid * t; // the thread's position in each segment
 	const uint32_t hm = zl::key_hi(key);
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
 		uint64_t chunk, off;
@@ -184,10 +190,10 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		zl::block_geometry(chunk_bytes, (uint32_t)bpc, bi, chunk, off, n);
 		if ((nonfill != nullptr && nonfill[chunk] == 0) || n < zl::kMinHuff)
 			continue;
-		for (uint32_t h = t; h < (1u << bits); h += zl::kSeedThreads)
+		for (uint32_t h = t; h < (1u << bits); h += kThreads)
 			tab[h] = 0;
 		const uint8_t *blk = src + chunk * chunk_bytes + off;
-		uint32_t *out = seed + chunk * chunk_bytes + off;
+		uint32_t *out = seed + zl::seed_index<grid>(chunk, chunk_bytes, off);
 		// word is thread t's word of the segment at a: bytes past the
 		// block read as 0. It is chunk_word but for its early return past
 		// the block: written as chunk_word (and t < kWords) the seeds took
@@ -214,23 +220,23 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
 			const uint32_t *sw = seg[buf];
 			pend.finish(out, hm);
-			const uint32_t r = (t & 3) * 8;
-			const uint32_t w0 = sw[t >> 2], w1 = sw[(t >> 2) + 1], w2 = sw[(t >> 2) + 2];
+			const uint32_t r = (q & 3) * 8;
+			const uint32_t w0 = sw[q >> 2], w1 = sw[(q >> 2) + 1], w2 = sw[(q >> 2) + 2];
 			const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r), hi = hi8 & hm;
 			// The measure takes the position's first 8 bytes, the key check its key.
 			uint32_t tag;
 			const uint32_t h = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag);
-			const bool eligible = t + key <= len;
+			const bool eligible = q + key <= len;
 			if (eligible) {
 				const uint32_t e = tab[h];
 				const uint32_t c = e != 0 && (e & kTagMask) == tag ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
-				pend.start(blk, c, a + t, lo, Measure ? hi8 : hi, len - t);
+				pend.start(blk, c, (a + q) / grid, lo, Measure ? hi8 : hi, len - q);
 			} else {
 				pend.none();
 			}
 			__syncthreads();
 			if (eligible)
-				atomicMax(&tab[h], (a + t + 1) << zl::kSeedTagBits | tag);
+				atomicMax(&tab[h], (a + q + 1) << zl::kSeedTagBits | tag);
 			if (t < kWords)
 				seg[buf ^ 1][t] = next;
 			next = ahead;
@@ -245,14 +251,21 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
             uint32_t *seed)
 {
-	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
+	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
+}
+
+extern "C" __global__ void __launch_bounds__(zl::kSeedThreads / 2)
+    zl_seed2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+             uint32_t *seed)
+{
+	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 2>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
 }
 
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed3(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seed)
 {
-	zl::seed_blocks<false, zl::kStrongKey, zl::kStrongSeedBits>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
+	zl::seed_blocks<false, zl::kStrongKey, zl::kStrongSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
 }
 
 // zl_cseed: from level 3, kCSeedParts CTAs per chunk of more than one
@@ -307,17 +320,37 @@ extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
 // from level 3); seed is zl_seed's candidates, side takes the
 // Offset_Values too large to pack. The fast rung's segment table; zl_parse3
 // is the same with the strong rung's, in dynamic shared memory.
+namespace zl {
+template <uint32_t G>
+__device__ __forceinline__ void parse_fast(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
+                                           const uint32_t *nonfill, uint32_t *seq_buf, uint32_t *seg_meta,
+                                           uint32_t min_match, const uint32_t *seed, uint32_t *side, uint32_t key)
+{
+	__shared__ zl::ParseShared<zl::kFastHashBits> S;
+	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
+		zl::parse_part<zl::kFastHashBits, G>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta,
+		                                     x / zl::kParseCTAs, (uint32_t)(x % zl::kParseCTAs), min_match, key, seed,
+		                                     side, S);
+		__syncwarp();
+	}
+}
+} // namespace zl
+
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
              uint32_t key)
 {
-	__shared__ zl::ParseShared<zl::kFastHashBits> S;
-	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
-		zl::parse_part(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x / zl::kParseCTAs,
-		               (uint32_t)(x % zl::kParseCTAs), min_match, key, seed, side, S);
-		__syncwarp();
-	}
+	zl::parse_fast<1>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
+}
+
+// zl_parse2 is zl_parse on the even grid (zl_seed2's seeds).
+extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
+    zl_parse2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
+              uint32_t key)
+{
+	zl::parse_fast<2>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
 }
 
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
@@ -328,8 +361,9 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
 	extern __shared__ uint4 parse_mem[];
 	auto &S = *reinterpret_cast<zl::ParseShared<zl::kStrongHashBits> *>(parse_mem);
 	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
-		zl::parse_part(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x / zl::kParseCTAs,
-		               (uint32_t)(x % zl::kParseCTAs), min_match, key, seed, side, S);
+		zl::parse_part<zl::kStrongHashBits, 1>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta,
+		                                       x / zl::kParseCTAs, (uint32_t)(x % zl::kParseCTAs), min_match, key, seed,
+		                                       side, S);
 		__syncwarp();
 	}
 }

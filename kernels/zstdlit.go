@@ -180,12 +180,17 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
 	key := cu.DevicePtr(lit.opt.KeyBytes())
 	// zl_seed measures its seeds' first bytes for the fast rung's parse;
-	// zl_seed3 does not (kSeedMeasured).
-	seedFn := d.fn.litSeed
-	if lit.opt.Strong() {
-		seedFn = d.fn.litSeed3
+	// zl_seed3 does not (kSeedMeasured). zl_seed2 and zl_parse2 take the
+	// fast rung's even grid, a thread an even position.
+	seedFn, parse, parseShared := d.fn.litSeed, d.fn.litParse, 0
+	seedThreads := litSeedThreads / lit.opt.Grid()
+	switch {
+	case lit.opt.Strong():
+		seedFn, parse, parseShared = d.fn.litSeed3, d.fn.litParse3, litParse3Shared
+	case lit.opt.Grid() == 2:
+		seedFn, parse = d.fn.litSeed2, d.fn.litParse2
 	}
-	if err := seedFn.Launch(grid, 1, 1, litSeedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
+	if err := seedFn.Launch(grid, 1, 1, seedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
@@ -200,11 +205,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	if err := lit.mark(s, 0); err != nil {
 		return err
 	}
-	parse, shared := d.fn.litParse, 0
-	if lit.opt.Strong() {
-		parse, shared = d.fn.litParse3, litParse3Shared
-	}
-	if err := parse.Launch(int(min(litParseCTAs*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, shared, s,
+	if err := parse.Launch(int(min(litParseCTAs*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, parseShared, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),
 			lit.seed, lit.side, key)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)

@@ -106,6 +106,15 @@ __device__ __forceinline__ uint32_t gword(const uint8_t *p)
 	return __funnelshift_r(w0, __ldg(reinterpret_cast<const uint32_t *>(a) + 1), r);
 }
 
+// seed_index is the index in zl_seed's output of the seed of position pos
+// (a multiple of G) of chunk chunk: a chunk has a seed a grid position,
+// ceil(chunk_bytes / G), so that an odd chunk size keeps the chunks'
+// seeds apart on the even grid.
+template <uint32_t G> __device__ __forceinline__ uint64_t seed_index(uint64_t chunk, uint64_t chunk_bytes, uint64_t pos)
+{
+	return chunk * ((chunk_bytes + G - 1) / G) + pos / G;
+}
+
 // segs_per_chunk is the number of segment slots a chunk has.
 __device__ __forceinline__ uint64_t segs_per_chunk(uint64_t chunk_bytes)
 {
@@ -247,6 +256,29 @@ template <int HB> struct SegView {
 		for (uint32_t k = 0; k < kBatch; k++)
 			x[k] = (k & 3) == 0 ? sh[k / 4] : __funnelshift_r(sh[k / 4], sh[k / 4 + 1], 8 * (k & 3));
 	}
+	// window2 sets x[k] to word(pos+2k) and y[k] to word(pos+2k+4), k <
+	// kBatch: the even grid's batch (pos even), from one window of words.
+	__device__ __forceinline__ void window2(uint32_t pos, uint32_t x[kBatch], uint32_t y[kBatch]) const
+	{
+		constexpr uint32_t kSh = kBatch / 2 + 2; // words at pos, pos+4, ..., pos+4*(kSh-1)
+		const uint32_t a = pos >> 2, r = (pos & 3) * 8;
+		uint32_t w[kSh + 1], sh[kSh];
+#pragma unroll
+		for (uint32_t k = 0; k < kSh + 1; k++)
+			w[k] = S.data[a + k < kSegWords ? a + k : kSegWords - 1][lane];
+#pragma unroll
+		for (uint32_t k = 0; k < kSh; k++)
+			sh[k] = __funnelshift_r(w[k], w[k + 1], r);
+		uint32_t z[kBatch + 2]; // z[j] = word(pos+2j)
+#pragma unroll
+		for (uint32_t j = 0; j < kBatch + 2; j++)
+			z[j] = (j & 1) == 0 ? sh[j / 2] : __funnelshift_r(sh[j / 2], sh[j / 2 + 1], 16);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++) {
+			x[k] = z[k];
+			y[k] = z[k + 2];
+		}
+	}
 	__device__ __forceinline__ uint16_t get(uint32_t h) const { return S.tab.get(h, lane); }
 	__device__ __forceinline__ void set(uint32_t h, uint32_t pos) const { S.tab.set(h, lane, pos); }
 	// match_len is the length of the common prefix of c.. and i.. (c < i),
@@ -327,30 +359,45 @@ __device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const u
 	return l;
 }
 
-// insert_range puts positions from..to-1 in the lane's table of key
-// hashes (hm is key_hi), in order, a window at a time.
-template <int HB>
-__device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from, uint32_t to, uint32_t hm)
+// batch_keys sets x[k] and y[k] to the words at the k-th grid position
+// from i and 4 bytes on.
+template <int HB, uint32_t G>
+__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[kBatch], uint32_t y[kBatch])
 {
-	for (uint32_t j = from; j < to; j += kBatch) {
-		uint32_t x[kBatch], y[kBatch];
-		V.window(j, x);
-		V.window(j + 4, y);
-#pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
-			if (j + k < to)
-				V.set(seed_hash(x[k], y[k] & hm, HB), j + k);
+	if (G == 1) {
+		V.window(i, x);
+		V.window(i + 4, y);
+	} else {
+		V.window2(i, x, y);
 	}
 }
 
-// load_seeds loads the seeds of the kBatch positions from i of a segment
-// of n bytes, kNoSeed for those without a whole key before its end.
+// insert_range puts the grid positions from..to-1 (from on the grid) in
+// the lane's table of key hashes (hm is key_hi), in order, a window at a
+// time.
+template <int HB, uint32_t G>
+__device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from, uint32_t to, uint32_t hm)
+{
+	for (uint32_t j = from; j < to; j += G * kBatch) {
+		uint32_t x[kBatch], y[kBatch];
+		batch_keys<HB, G>(V, j, x, y);
+#pragma unroll
+		for (uint32_t k = 0; k < kBatch; k++)
+			if (j + G * k < to)
+				V.set(seed_hash(x[k], y[k] & hm, HB), j + G * k);
+	}
+}
+
+// load_seeds loads the seeds of the kBatch grid positions from i of a
+// segment of n bytes (seed holds the segment's, one a grid position),
+// kNoSeed for those without a whole key before its end.
+template <uint32_t G>
 __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, uint32_t i, uint32_t n, uint32_t key,
                                            uint32_t sc[kBatch])
 {
 #pragma unroll
 	for (uint32_t k = 0; k < kBatch; k++)
-		sc[k] = i + k + key <= n ? __ldg(seed + i + k) : kNoSeed;
+		sc[k] = i + G * k + key <= n ? __ldg(seed + i / G + k) : kNoSeed;
 }
 
 // parse_segment is zstdlit's parseSegment for the lane's segment of n
@@ -369,7 +416,12 @@ __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, ui
 // which turns kBatch dependent chains of shared-memory loads into one; one
 // lane per segment leaves little else to hide their latency behind. The
 // batch's seeds are loaded from global memory together.
-template <int HB>
+//
+// On the even grid (G 2) the batch is kBatch even positions, and a match
+// is extended backwards as zstdlit's extendBack does: over the segment's
+// own bytes for a candidate in the segment, over the block's (global
+// memory) for a seed.
+template <int HB, uint32_t G>
 __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__restrict__ slot,
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
@@ -388,23 +440,24 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	constexpr bool kAhead = HB == kStrongHashBits;
 	uint32_t ahead[kBatch], ahead_at = kAhead ? 0 : kNoSeed;
 	if (kAhead)
-		load_seeds(seed, 0, n, key, ahead);
+		load_seeds<G>(seed, 0, n, key, ahead);
 	while (i + key <= n) {
-		const uint32_t cnt = n - (key - 1) - i < kBatch ? n - (key - 1) - i : kBatch;
+		// the batch's eligible positions: i + G*k + key <= n
+		const uint32_t elig = (n - key - i) / G + 1;
+		const uint32_t cnt = elig < kBatch ? elig : kBatch;
 		uint32_t x[kBatch], y[kBatch], h[kBatch], c[kBatch], sc[kBatch];
 		if (kAhead && ahead_at == i) {
 #pragma unroll
 			for (uint32_t k = 0; k < kBatch; k++)
 				sc[k] = ahead[k];
 		} else {
-			load_seeds(seed, i, n, key, sc);
+			load_seeds<G>(seed, i, n, key, sc);
 		}
 		if (kAhead) {
-			ahead_at = i + cnt;
-			load_seeds(seed, ahead_at, n, key, ahead);
+			ahead_at = i + G * cnt;
+			load_seeds<G>(seed, ahead_at, n, key, ahead);
 		}
-		V.window(i, x);
-		V.window(i + 4, y);
+		batch_keys<HB, G>(V, i, x, y);
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++) {
 			h[k] = seed_hash(x[k], y[k] & hm, HB);
@@ -415,7 +468,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		for (uint32_t k = 1; k < kBatch; k++)
 #pragma unroll
 			for (uint32_t j = 0; j < k; j++)
-				c[k] = h[j] == h[k] ? i + j : c[k];
+				c[k] = h[j] == h[k] ? i + G * j : c[k];
 		// All loads before the stores: the compiler cannot tell the table
 		// from the bytes, and would order each load after the last store.
 		uint32_t w[kBatch], v[kBatch];
@@ -432,6 +485,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			if (k < cnt && ((c[k] != kNoPos && w[k] == x[k] && ((v[k] ^ y[k]) & hm) == 0) || sc[k] != kNoSeed))
 				look |= 1u << k;
 		uint32_t at = 0, l = 0, off = 0;
+		bool in_seg = true; // the match's candidate lies in the segment
 		while (look != 0) {
 			at = (uint32_t)(__ffs(look) - 1);
 			look &= look - 1;
@@ -446,11 +500,12 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 					va = v[k];
 					ya = y[k];
 				}
-			const uint32_t p = i + at;
+			const uint32_t p = i + G * at;
 			l = 0;
 			if (cand != kNoPos && wa == xa && ((va ^ ya) & hm) == 0) {
 				l = V.match_len(cand + 4, p + 4, n) + 4;
 				off = p - cand;
+				in_seg = true;
 			}
 			if (l < mm && sd != kNoSeed) {
 				// At the fast rung zl_seed's seeds come with their
@@ -466,6 +521,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				if (ls >= mm) {
 					l = ls;
 					off = a + p - c;
+					in_seg = false;
 				}
 			}
 			if (l >= mm)
@@ -475,27 +531,40 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		// Only the positions before the match's end go in now: a short
 		// match early in the batch ends before it does, and the parse
 		// looks the rest up again from there.
-		const uint32_t stop = l == 0 ? cnt : at + l < cnt ? at + l : cnt;
+		const uint32_t reach = at + (l + G - 1) / G; // the batch's positions before the match's end
+		const uint32_t stop = l == 0 ? cnt : reach < cnt ? reach : cnt;
 #pragma unroll
 		for (uint32_t k = 0; k < kBatch; k++)
 			if (k < stop)
-				V.set(h[k], i + k);
+				V.set(h[k], i + G * k);
 		if (l == 0) {
-			i += cnt;
+			i += G * cnt;
 			continue;
 		}
-		const uint32_t p = i + at;
-		const uint32_t ll = p - litStart;
+		const uint32_t p = i + G * at, end = p + l;
+		// Insert the rest of the match, as the reference does.
+		const uint32_t last = n - (key - 1); // positions below it have a whole key
+		insert_range<HB, G>(V, i + G * cnt, end < last ? end : last, hm);
+		uint32_t start = p;
+		if (G > 1) {
+			// The candidate's bytes before it: the segment's own from
+			// p - off, or the block's (global memory) from a + p - off.
+			if (in_seg) {
+				while (start > litStart && start - 1 >= off && V.byte(start - 1) == V.byte(start - 1 - off))
+					start--;
+			} else {
+				while (start > litStart && a + start - 1 >= off && V.byte(start - 1) == blk[a + start - 1 - off])
+					start--;
+			}
+		}
+		const uint32_t ll = start - litStart;
 		const uint32_t ov = rep_code(hist, known, off, ll == 0);
 		if (ov >= kOvEscape)
 			side[nseq] = ov;
-		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
+		slot[nseq++] = pack_seq(ll, end - start, ov < kOvEscape ? ov : kOvEscape);
 		nlit += ll;
-		// Insert the rest of the match, as the reference does.
-		const uint32_t last = n - (key - 1); // positions below it have a whole key
-		insert_range(V, i + cnt, p + l < last ? p + l : last, hm);
-		i = p + l;
-		litStart = i;
+		litStart = end;
+		i = (end + G - 1) / G * G;
 	}
 	const uint32_t trail = n - litStart;
 	nlit += trail;
@@ -677,7 +746,7 @@ __device__ __forceinline__ void chunk_insert_block(const uint8_t *__restrict__ c
 // parse_part parses part h (of kParseCTAs) of block bi: one segment per
 // lane.
 // seed is zl_seed's output; side takes the escaped Offset_Values.
-template <int HB>
+template <int HB, uint32_t G>
 __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
                               uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
@@ -698,8 +767,8 @@ __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
-	segMeta[g] = parse_segment(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match, blk, a,
-	                           seed + chunk * chunk_bytes + off + a, key);
+	segMeta[g] = parse_segment<HB, G>(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match,
+	                                  blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
 }
 
 #endif

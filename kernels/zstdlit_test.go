@@ -66,11 +66,13 @@ func sameAsReference(t *testing.T, name string, chunks, frames [][]byte, opt zst
 
 func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
 	d := openDevice(t)
-	// Level 1's minimum match (6), 7 and the longest allowed; level 3's
-	// rung with its own minimum (5) and a longer one.
-	for _, opt := range []zstdlit.Options{{}, {MinMatch: 7}, {MinMatch: 8}, {Level: 3}, {Level: 3, MinMatch: 6}} {
+	// Level 1's minimum match (6), 7 and the longest allowed, on every
+	// position and on the even grid of 16-bit data; level 3's rung with
+	// its own minimum (5) and a longer one.
+	for _, opt := range []zstdlit.Options{{}, {MinMatch: 7}, {MinMatch: 8}, {ElemSize: 2}, {ElemSize: 2, MinMatch: 7},
+		{ElemSize: 2, MinMatch: 8}, {Level: 3}, {Level: 3, MinMatch: 6}} {
 		for _, c := range corpus.Cases() {
-			t.Run(fmt.Sprintf("level_%d/min_match_%d/%s", max(opt.Level, 1), opt.ShortestMatch(), c.Name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("level_%d/min_match_%d/grid_%d/%s", max(opt.Level, 1), opt.ShortestMatch(), opt.Grid(), c.Name), func(t *testing.T) {
 				chunks := [][]byte{c.Data}
 				sameAsReference(t, c.Name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
 			})
@@ -86,7 +88,7 @@ func TestLitKernelsWriteTheReferenceBytesForCameraChunks(t *testing.T) {
 	for _, cam := range synth.Cameras(512, 512) {
 		chunks := cam.ZarrChunks()
 		for _, level := range []int{1, 3} {
-			opt := zstdlit.Options{Level: level}
+			opt := zstdlit.Options{Level: level, ElemSize: cam.ElemSize()}
 			name := fmt.Sprintf("camera %s at level %d", cam.Name, level)
 			sameAsReference(t, name, chunks, encodeOnGPU(t, d, chunks, opt), opt)
 		}
@@ -187,6 +189,9 @@ func TestLitKernelsWriteTheReferenceBytesForRandomBatches(t *testing.T) {
 		sizes = append(sizes, r.IntN(700<<10))
 	}
 	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{})
+	// The even grid on chunks of odd sizes too, which the engine never
+	// hands it: their seeds must still keep apart.
+	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{ElemSize: 2})
 	sameAsReferenceForRandomBatches(t, d, r, sizes, 4, zstdlit.Options{Level: 3})
 }
 
@@ -265,18 +270,19 @@ func BenchmarkLitKernels(b *testing.B) {
 	const total = 1 << 30
 	type set struct {
 		name string
+		elem int // the element size the engine would pass (the grid)
 		data func() []byte
 	}
 	sets := []set{
-		{"mix", func() []byte { return tile(corpus.BenchMix(128), total) }}, // 64 MiB of 512×512 frames
-		{"dim", func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }},
-		{"bright", func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }},
-		{"uniform", func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }},
+		{"mix", 2, func() []byte { return tile(corpus.BenchMix(128), total) }}, // 64 MiB of 512×512 frames
+		{"dim", 2, func() []byte { return tile(corpus.Dim12(32<<20, 1), total) }},
+		{"bright", 2, func() []byte { return tile(corpus.Bright12(32<<20, 2), total) }},
+		{"uniform", 2, func() []byte { return tile(corpus.Uniform12(32<<20, 3), total) }},
 	}
 	// The realistic cameras (the ratio benchmark's and zspool bench's):
 	// 32 frames of 1024×1024 each, tiled to the batch.
 	for _, cam := range synth.Cameras(1024, 1024) {
-		sets = append(sets, set{"camera-" + cam.Name, func() []byte {
+		sets = append(sets, set{"camera-" + cam.Name, cam.ElemSize(), func() []byte {
 			fb := cam.FrameBytes()
 			frames := make([]byte, 32*fb)
 			for t := range int64(32) {
@@ -287,16 +293,29 @@ func BenchmarkLitKernels(b *testing.B) {
 	}
 	for _, set := range sets {
 		data := set.data()
+		e := set.elem
 		runs := []struct {
 			chunk int64
 			opt   zstdlit.Options
-		}{{256 << 10, zstdlit.Options{Level: 1}}, {1 << 20, zstdlit.Options{Level: 1}}, {2 << 20, zstdlit.Options{Level: 1}},
-			{2 << 20, zstdlit.Options{Level: 1, Checksum: true}}, {2 << 20, zstdlit.Options{Level: 3}}}
+		}{{256 << 10, zstdlit.Options{Level: 1, ElemSize: e}}, {1 << 20, zstdlit.Options{Level: 1, ElemSize: e}},
+			{2 << 20, zstdlit.Options{Level: 1, ElemSize: e}}, {2 << 20, zstdlit.Options{Level: 1, Checksum: true, ElemSize: e}},
+			{2 << 20, zstdlit.Options{Level: 3, ElemSize: e}}}
+		if e > 1 {
+			// Beside the even grid, the parse of every position (as on
+			// 8-bit data): what the grid buys, in one run.
+			runs = append(runs, struct {
+				chunk int64
+				opt   zstdlit.Options
+			}{2 << 20, zstdlit.Options{Level: 1}})
+		}
 		for _, run := range runs {
 			chunk := run.chunk
 			name := fmt.Sprintf("%s/chunk=%dKiB/level=%d", set.name, chunk>>10, run.opt.Level)
 			if run.opt.Checksum {
 				name += "/checksum"
+			}
+			if run.opt.Grid() == 1 && e > 1 && !run.opt.Strong() {
+				name += "/every-position"
 			}
 			b.Run(name, func(b *testing.B) {
 				lb, err := NewLitBatch(d, chunk, int(total/chunk), run.opt)

@@ -114,13 +114,13 @@ func CanonicalZstdEncoder(name string) string {
 // one place both engines take them from: the CPU's zstdlit and the GPU's
 // kernels must write the same bytes. The manifest's level picks the
 // parse's rung; its 0, zstd's "default level", is 3, as it is for the
-// windowed encoder.
+// windowed encoder. The element size picks the rung's grid.
 func (p *Plan) SegmentedOptions() zstdlit.Options {
 	level := p.Manifest.Compression.Level
 	if level == 0 {
 		level = 3
 	}
-	return zstdlit.Options{Checksum: p.Options.ZstdChecksum, Level: level}
+	return zstdlit.Options{Checksum: p.Options.ZstdChecksum, Level: level, ElemSize: p.Elem}
 }
 
 // WindowOptions are the windowed encoder's options for this plan: the

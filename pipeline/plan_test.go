@@ -245,8 +245,8 @@ func TestTheManifestsLevelPicksTheSegmentedParsesRung(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := p.SegmentedOptions()
-		if o.Level != tc.level || o.Strong() != tc.strong || !o.Checksum {
-			t.Errorf("compression %q: options %+v (strong %v), want level %d, strong %v, checksum", tc.compression, o, o.Strong(), tc.level, tc.strong)
+		if o.Level != tc.level || o.Strong() != tc.strong || !o.Checksum || o.ElemSize != 2 {
+			t.Errorf("compression %q: options %+v (strong %v), want level %d, strong %v, checksum, 2-byte elements", tc.compression, o, o.Strong(), tc.level, tc.strong)
 		}
 	}
 }

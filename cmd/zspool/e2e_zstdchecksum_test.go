@@ -25,7 +25,7 @@ func checkChecksummedChunks(t *testing.T, dest, dataset, encoder string) int {
 			t.Fatalf("%s: the frame has no Content_Checksum_flag", where)
 		}
 		// The reader's klauspost decoder checked the checksum already.
-		want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true})
+		want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true, ElemSize: elem})
 		if !bytes.Equal(stored[len(stored)-4:], want[len(want)-4:]) {
 			t.Fatalf("%s: the frame ends with % x, not its content's XXH64 % x", where, stored[len(stored)-4:], want[len(want)-4:])
 		}

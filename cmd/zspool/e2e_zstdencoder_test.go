@@ -97,6 +97,7 @@ type blockCounts struct{ raw, rle, oneStream, fourStreams int }
 func checkLitChunks(t *testing.T, dest, dataset string, opt zstdlit.Options, counts *blockCounts) {
 	t.Helper()
 	forEachStoredChunk(t, dest, dataset, func(where string, elem int, stored, chunk []byte) {
+		opt.ElemSize = elem // the array's, as the engines take it
 		if want := zstdlit.Encode(nil, chunk, opt); !bytes.Equal(stored, want) {
 			t.Fatalf("%s: %d stored bytes are not zstdlit's %d", where, len(stored), len(want))
 		}

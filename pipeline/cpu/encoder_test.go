@@ -80,7 +80,7 @@ func TestZstdlitsEncodersStoreExactlyTheirFrameOfEveryPaddedChunk(t *testing.T) 
 		frame   func(padded []byte) []byte
 	}{
 		{"segmented, by its old name lit", pipeline.EncoderLit, 1,
-			func(b []byte) []byte { return zstdlit.Encode(nil, b, zstdlit.Options{}) }},
+			func(b []byte) []byte { return zstdlit.Encode(nil, b, zstdlit.Options{ElemSize: 2}) }},
 		{"window at level 1", pipeline.EncoderWindow, 1,
 			func(b []byte) []byte { return zstdlit.EncodeWindow(nil, b, zstdlit.WindowOptionsFor(1, 2)) }},
 		{"window at level 5", pipeline.EncoderWindow, 5,
