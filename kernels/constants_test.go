@@ -23,6 +23,7 @@ func TestTheParseKernelsSegmentGeometryIsTheReferences(t *testing.T) {
 	sameConstants(t, src, "the reference's", []cudaConstant{
 		{"kSeg", zstdlit.SegmentSize},
 		{"kFastHashBits", zstdlit.Options{Level: 1}.SegmentTableBits()},
+		{"kGridHashBits", zstdlit.Options{Level: 1, ElemSize: 2}.SegmentTableBits()},
 		{"kStrongHashBits", strongest.SegmentTableBits()},
 		{"kMinMatch", strongest.KeyBytes()},
 		{"kFastKey", zstdlit.Options{Level: 1}.KeyBytes()},

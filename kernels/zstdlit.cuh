@@ -321,14 +321,14 @@ extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
 // Offset_Values too large to pack. The fast rung's segment table; zl_parse3
 // is the same with the strong rung's, in dynamic shared memory.
 namespace zl {
-template <uint32_t G>
+template <uint32_t G, int HB>
 __device__ __forceinline__ void parse_fast(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
                                            const uint32_t *nonfill, uint32_t *seq_buf, uint32_t *seg_meta,
                                            uint32_t min_match, const uint32_t *seed, uint32_t *side, uint32_t key)
 {
-	__shared__ zl::ParseShared<zl::kFastHashBits> S;
+	__shared__ zl::ParseShared<HB> S;
 	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
-		zl::parse_part<zl::kFastHashBits, G>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta,
+		zl::parse_part<HB, G>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta,
 		                                     x / zl::kParseCTAs, (uint32_t)(x % zl::kParseCTAs), min_match, key, seed,
 		                                     side, S);
 		__syncwarp();
@@ -341,16 +341,17 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
              uint32_t key)
 {
-	zl::parse_fast<1>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
+	zl::parse_fast<1, zl::kFastHashBits>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
 }
 
-// zl_parse2 is zl_parse on the even grid (zl_seed2's seeds).
+// zl_parse2 is zl_parse on the even grid (zl_seed2's seeds), with its
+// smaller segment table.
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
               uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
               uint32_t key)
 {
-	zl::parse_fast<2>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
+	zl::parse_fast<2, zl::kGridHashBits>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
 }
 
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)

@@ -17,6 +17,7 @@ constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 256
 // from it (zstdlit's fastLocalBits, strongLocalBits).
 constexpr int kFastHashBits = 7;
 constexpr int kStrongHashBits = 10;
+constexpr int kGridHashBits = 6; // the fast rung's on the even grid (zstdlit's gridLocalBits)
 constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the shortest match of any rung
 // The rungs' key lengths and seed table bits (zstdlit's fastKeyBytes,
 // fastSeedBits, strongKeyBytes, strongSeedBits): zl_seed is the fast
@@ -204,14 +205,47 @@ template <int HB> struct SplitTable {
 };
 static_assert((1u << kStrongHashBits) % 32 == 0, "SplitTable: whole words of bits");
 
-// TableOf is the strong rung's layout for its table, three a word for the
-// fast rung's (where both fit ten warps an SM and one load a look-up wins).
-template <bool Strong, int HB> struct TableOf {
+// GridTable is the even grid's: an entry is the position's grid index
+// (position / 2) in a byte, 0xFF for none, which is never an eligible
+// position's (510 has no whole key before the segment's end). A look-up
+// is a load and a shift, an entry a byte store, and the 2^6 entries take
+// 16 words a lane: with the segment's bytes, 18 KiB a warp, so that
+// twelve warps fit an SM where ten did.
+template <int HB> struct GridTable {
+	static constexpr uint32_t kWords = (1u << HB) / 4;
+	uint32_t w[kWords][kParseThreads];
+	__device__ __forceinline__ void clear(unsigned lane)
+	{
+		for (uint32_t k = 0; k < kWords; k++)
+			w[k][lane] = 0xFFFFFFFFu;
+	}
+	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane) const
+	{
+		const uint32_t b = (w[h >> 2][lane] >> ((h & 3) * 8)) & 0xFF;
+		return b == 0xFF ? kNoPos : (uint16_t)(2 * b);
+	}
+	__device__ __forceinline__ void set(uint32_t h, unsigned lane, uint32_t pos)
+	{
+		reinterpret_cast<uint8_t *>(&w[h >> 2][lane])[h & 3] = (uint8_t)(pos >> 1);
+	}
+};
+static_assert((kSeg - 2) / 2 == 0xFF, "GridTable: 0xFF must be the last even position's index");
+
+// TableOf is the layout of a rung's table: the strong rung's split, the
+// even grid's a byte an entry, and three a word for the fast rung's
+// (where one load a look-up wins).
+template <int HB> struct TableOf {
 	using type = Packed3Table<HB>;
 };
-template <int HB> struct TableOf<true, HB> {
-	using type = SplitTable<HB>;
+template <> struct TableOf<kStrongHashBits> {
+	using type = SplitTable<kStrongHashBits>;
 };
+template <> struct TableOf<kGridHashBits> {
+	using type = GridTable<kGridHashBits>;
+};
+// TableOf tells the rungs apart by their bits: the even grid's byte
+// entries would drop the low bit of an odd position.
+static_assert(kGridHashBits != kFastHashBits && kGridHashBits != kStrongHashBits, "TableOf: each rung's bits its own");
 
 // ParseShared holds, for each of the warp's 32 segments, its bytes and
 // its table, both interleaved by lane as the tables are. At the fast rung
@@ -221,7 +255,7 @@ template <int HB> struct TableOf<true, HB> {
 constexpr uint32_t kSegWords = kSeg / 4;
 template <int HB> struct ParseShared {
 	uint32_t data[kSegWords][kParseThreads];
-	typename TableOf<HB == kStrongHashBits, HB>::type tab;
+	typename TableOf<HB>::type tab;
 };
 static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
 

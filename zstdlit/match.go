@@ -54,7 +54,8 @@ import "encoding/binary"
 //     bytes before it and before its candidate agree, down to the
 //     segment's literals' start at most and to its candidate's own
 //     segment's start (for a seed, its block's start). The parse goes on
-//     at the first even position at or after the match's end.
+//     at the first even position at or after the match's end. The
+//     segment's table has 2^6 entries, for half the positions.
 //   - Offsets are coded with repeat codes only against the offsets of the
 //     segment's own earlier sequences, whatever came before it; the
 //     decoder's history agrees with those entries, so the codes are right.
@@ -63,11 +64,13 @@ import "encoding/binary"
 //
 // Measured against libzstd on the camera sets (2 MiB chunks,
 // BenchmarkCameraRatioAgainstLibzstd), level 1 against its level 1: dim
-// 101.3%, bright 102.3%, flat 100.4%, 8-bit 100.8% (every position, as
+// 101.1%, bright 102.2%, flat 100.4%, 8-bit 100.8% (every position, as
 // level 3 and 8-bit data take them: 99.9, 100.4, 100.3%). The even grid
-// halves the positions the GPU hashes and stores its ratio gains
-// besides: the odd positions' keys straddle two pixels, and their chance
-// matches crowd the tables. At level 3 it does not pay: flat fields fall
+// halves the positions the GPU hashes, and gains ratio besides: the odd
+// positions' keys straddle two pixels, and their chance matches crowd
+// the tables. Its segment table of 2^6 entries, not 2^7, costs dim
+// frames 0.2 points (101.3% with 2^7) and lets the GPU's parse fit
+// twelve warps an SM instead of ten: 2-4% faster kernels (H100). At level 3 it does not pay: flat fields fall
 // to 92.1%, as their pixel pairs repeat at odd offsets only the 5-byte
 // keys of every position find. Level 3 against its
 // level 3: dim 99.1%, bright 102.0%, flat 99.1%, 8-bit 102.6%. What each
@@ -109,6 +112,7 @@ const (
 	// and a 2^17-entry chunk table from level 3.
 	fastKeyBytes    = 6
 	fastLocalBits   = 7
+	gridLocalBits   = 6 // the fast rung's on the even grid
 	fastSeedBits    = 14
 	strongKeyBytes  = 5
 	strongLocalBits = 10

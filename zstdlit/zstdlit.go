@@ -119,8 +119,11 @@ func (o Options) Grid() int {
 // SegmentTableBits is the bits of the table each segment's parse keeps
 // of its own positions at o's level.
 func (o Options) SegmentTableBits() int {
-	if o.Strong() {
+	switch {
+	case o.Strong():
 		return strongLocalBits
+	case o.Grid() == 2:
+		return gridLocalBits
 	}
 	return fastLocalBits
 }
