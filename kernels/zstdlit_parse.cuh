@@ -38,6 +38,16 @@ static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 9 bits 
 constexpr uint32_t kParseThreads = 32;                        // segments per zl_parse CTA (a warp)
 constexpr uint32_t kParseCTAs = kSegsPerBlock / kParseThreads; // zl_parse CTAs per block
 constexpr uint32_t kBatch = 8;                                // positions a lane looks up at once
+// kGridBatch is the batch on the even grid, where a batch of 8 spans 16
+// bytes: on dim frames, whose matches come every few bytes, a match early
+// in it wastes the rest of its look-ups. Against 8 (H100, two rounds,
+// level 1): dim frames 41.4 -> 44.4 GB/s, bright cells 47.3 -> 47.9,
+// flat fields, which find few matches, 66.4 -> 64.4; 6 took 43.2, 48.0
+// and 65.6. The slowest set gains most, and the three together take 2.4%
+// less time.
+constexpr uint32_t kGridBatch = 4;
+// batch_of is the parse's batch on grid G.
+template <uint32_t G> __host__ __device__ constexpr uint32_t batch_of() { return G == 1 ? kBatch : kGridBatch; }
 
 // A packed sequence: the literal length within its segment (10 bits), the
 // match length (11) and the Offset_Value (11).
@@ -291,10 +301,11 @@ template <int HB> struct SegView {
 			x[k] = (k & 3) == 0 ? sh[k / 4] : __funnelshift_r(sh[k / 4], sh[k / 4 + 1], 8 * (k & 3));
 	}
 	// window2 sets x[k] to word(pos+2k) and y[k] to word(pos+2k+4), k <
-	// kBatch: the even grid's batch (pos even), from one window of words.
-	__device__ __forceinline__ void window2(uint32_t pos, uint32_t x[kBatch], uint32_t y[kBatch]) const
+	// B: the even grid's batch (pos even), from one window of words.
+	template <uint32_t B> __device__ __forceinline__ void window2(uint32_t pos, uint32_t x[B], uint32_t y[B]) const
 	{
-		constexpr uint32_t kSh = kBatch / 2 + 2; // words at pos, pos+4, ..., pos+4*(kSh-1)
+		static_assert(B % 2 == 0, "window2: an even batch");
+		constexpr uint32_t kSh = B / 2 + 2; // words at pos, pos+4, ..., pos+4*(kSh-1)
 		const uint32_t a = pos >> 2, r = (pos & 3) * 8;
 		uint32_t w[kSh + 1], sh[kSh];
 #pragma unroll
@@ -303,12 +314,12 @@ template <int HB> struct SegView {
 #pragma unroll
 		for (uint32_t k = 0; k < kSh; k++)
 			sh[k] = __funnelshift_r(w[k], w[k + 1], r);
-		uint32_t z[kBatch + 2]; // z[j] = word(pos+2j)
+		uint32_t z[B + 2]; // z[j] = word(pos+2j)
 #pragma unroll
-		for (uint32_t j = 0; j < kBatch + 2; j++)
+		for (uint32_t j = 0; j < B + 2; j++)
 			z[j] = (j & 1) == 0 ? sh[j / 2] : __funnelshift_r(sh[j / 2], sh[j / 2 + 1], 16);
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++) {
+		for (uint32_t k = 0; k < B; k++) {
 			x[k] = z[k];
 			y[k] = z[k + 2];
 		}
@@ -394,15 +405,16 @@ __device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const u
 }
 
 // batch_keys sets x[k] and y[k] to the words at the k-th grid position
-// from i and 4 bytes on.
+// from i and 4 bytes on, k < batch_of<G>().
 template <int HB, uint32_t G>
-__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[kBatch], uint32_t y[kBatch])
+__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[batch_of<G>()],
+                                           uint32_t y[batch_of<G>()])
 {
-	if (G == 1) {
+	if constexpr (G == 1) {
 		V.window(i, x);
 		V.window(i + 4, y);
 	} else {
-		V.window2(i, x, y);
+		V.template window2<batch_of<G>()>(i, x, y);
 	}
 }
 
@@ -412,25 +424,26 @@ __device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uin
 template <int HB, uint32_t G>
 __device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from, uint32_t to, uint32_t hm)
 {
-	for (uint32_t j = from; j < to; j += G * kBatch) {
-		uint32_t x[kBatch], y[kBatch];
+	constexpr uint32_t B = batch_of<G>();
+	for (uint32_t j = from; j < to; j += G * B) {
+		uint32_t x[B], y[B];
 		batch_keys<HB, G>(V, j, x, y);
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
+		for (uint32_t k = 0; k < B; k++)
 			if (j + G * k < to)
 				V.set(seed_hash(x[k], y[k] & hm, HB), j + G * k);
 	}
 }
 
-// load_seeds loads the seeds of the kBatch grid positions from i of a
+// load_seeds loads the seeds of the batch's grid positions from i of a
 // segment of n bytes (seed holds the segment's, one a grid position),
 // kNoSeed for those without a whole key before its end.
 template <uint32_t G>
 __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, uint32_t i, uint32_t n, uint32_t key,
-                                           uint32_t sc[kBatch])
+                                           uint32_t sc[batch_of<G>()])
 {
 #pragma unroll
-	for (uint32_t k = 0; k < kBatch; k++)
+	for (uint32_t k = 0; k < batch_of<G>(); k++)
 		sc[k] = i + G * k + key <= n ? __ldg(seed + i / G + k) : kNoSeed;
 }
 
@@ -451,7 +464,7 @@ __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, ui
 // lane per segment leaves little else to hide their latency behind. The
 // batch's seeds are loaded from global memory together.
 //
-// On the even grid (G 2) the batch is kBatch even positions, and a match
+// On the even grid (G 2) the batch is kGridBatch even positions, and a match
 // is extended backwards as zstdlit's extendBack does: over the segment's
 // own bytes for a candidate in the segment, over the block's (global
 // memory) for a seed.
@@ -460,6 +473,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
+	constexpr uint32_t B = batch_of<G>();
 	V.S.tab.clear(V.lane); // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	uint32_t hist[3] = {0, 0, 0};
@@ -472,17 +486,17 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	// anything else (Nsight Compute: 12% of its stall samples). At the
 	// fast rung ten warps hide them, and the loads ahead only cost.
 	constexpr bool kAhead = HB == kStrongHashBits;
-	uint32_t ahead[kBatch], ahead_at = kAhead ? 0 : kNoSeed;
+	uint32_t ahead[B], ahead_at = kAhead ? 0 : kNoSeed;
 	if (kAhead)
 		load_seeds<G>(seed, 0, n, key, ahead);
 	while (i + key <= n) {
 		// the batch's eligible positions: i + G*k + key <= n
 		const uint32_t elig = (n - key - i) / G + 1;
-		const uint32_t cnt = elig < kBatch ? elig : kBatch;
-		uint32_t x[kBatch], y[kBatch], h[kBatch], c[kBatch], sc[kBatch];
+		const uint32_t cnt = elig < B ? elig : B;
+		uint32_t x[B], y[B], h[B], c[B], sc[B];
 		if (kAhead && ahead_at == i) {
 #pragma unroll
-			for (uint32_t k = 0; k < kBatch; k++)
+			for (uint32_t k = 0; k < B; k++)
 				sc[k] = ahead[k];
 		} else {
 			load_seeds<G>(seed, i, n, key, sc);
@@ -493,21 +507,21 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		}
 		batch_keys<HB, G>(V, i, x, y);
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++) {
+		for (uint32_t k = 0; k < B; k++) {
 			h[k] = seed_hash(x[k], y[k] & hm, HB);
 			c[k] = V.get(h[k]);
 		}
 		// The batch's own earlier positions are newer than the table's.
 #pragma unroll
-		for (uint32_t k = 1; k < kBatch; k++)
+		for (uint32_t k = 1; k < B; k++)
 #pragma unroll
 			for (uint32_t j = 0; j < k; j++)
 				c[k] = h[j] == h[k] ? i + G * j : c[k];
 		// All loads before the stores: the compiler cannot tell the table
 		// from the bytes, and would order each load after the last store.
-		uint32_t w[kBatch], v[kBatch];
+		uint32_t w[B], v[B];
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++) {
+		for (uint32_t k = 0; k < B; k++) {
 			w[k] = V.word(c[k] != kNoPos ? c[k] : 0);
 			v[k] = V.word(c[k] != kNoPos ? c[k] + 4 : 0);
 		}
@@ -515,7 +529,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		// key's bytes, or it has a seed (which does).
 		uint32_t look = 0;
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
+		for (uint32_t k = 0; k < B; k++)
 			if (k < cnt && ((c[k] != kNoPos && w[k] == x[k] && ((v[k] ^ y[k]) & hm) == 0) || sc[k] != kNoSeed))
 				look |= 1u << k;
 		uint32_t at = 0, l = 0, off = 0;
@@ -525,7 +539,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			look &= look - 1;
 			uint32_t cand = c[0], sd = sc[0], wa = w[0], xa = x[0], va = v[0], ya = y[0];
 #pragma unroll
-			for (uint32_t k = 1; k < kBatch; k++)
+			for (uint32_t k = 1; k < B; k++)
 				if (at == k) {
 					cand = c[k];
 					sd = sc[k];
@@ -568,7 +582,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		const uint32_t reach = at + (l + G - 1) / G; // the batch's positions before the match's end
 		const uint32_t stop = l == 0 ? cnt : reach < cnt ? reach : cnt;
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
+		for (uint32_t k = 0; k < B; k++)
 			if (k < stop)
 				V.set(h[k], i + G * k);
 		if (l == 0) {
