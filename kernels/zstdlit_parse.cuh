@@ -37,7 +37,7 @@ constexpr uint16_t kNoPos = 0x1FF;
 static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 9 bits below kNoPos");
 constexpr uint32_t kParseThreads = 32;                        // segments per zl_parse CTA (a warp)
 constexpr uint32_t kParseCTAs = kSegsPerBlock / kParseThreads; // zl_parse CTAs per block
-constexpr uint32_t kBatch = 8;                                // positions a lane looks up at once
+constexpr uint32_t kBatch = 8;                                // positions a lane looks up at once (fast rung)
 // kGridBatch is the batch on the even grid, where a batch of 8 spans 16
 // bytes: on dim frames, whose matches come every few bytes, a match early
 // in it wastes the rest of its look-ups. Against 8 (H100, two rounds,
@@ -46,8 +46,17 @@ constexpr uint32_t kBatch = 8;                                // positions a lan
 // and 65.6. The slowest set gains most, and the three together take 2.4%
 // less time.
 constexpr uint32_t kGridBatch = 4;
-// batch_of is the parse's batch on grid G.
-template <uint32_t G> __host__ __device__ constexpr uint32_t batch_of() { return G == 1 ? kBatch : kGridBatch; }
+// kStrongBatch is the strong rung's: against 8 (H100, two rounds, level
+// 3), zl_parse3 took 29.1, 28.7, 25.3 and 31.7 ms a GiB on dim, bright,
+// flat and 8-bit frames instead of 31.1, 30.0, 28.5 and 33.6, the kernels
+// 2 to 5% faster. At the fast rung four was slower (8-bit frames 38.4 ->
+// 38.1 GB/s).
+constexpr uint32_t kStrongBatch = 4;
+// batch_of is the parse's batch at the rung of HB on grid G.
+template <int HB, uint32_t G> __host__ __device__ constexpr uint32_t batch_of()
+{
+	return G == 2 ? kGridBatch : HB == kStrongHashBits ? kStrongBatch : kBatch;
+}
 
 // A packed sequence: the literal length within its segment (10 bits), the
 // match length (11) and the Offset_Value (11).
@@ -286,18 +295,18 @@ template <int HB> struct SegView {
 	}
 	// window sets x[k] to word(pos+k), k < kBatch. The words past the
 	// segment's end are stale but only feed positions the caller skips.
-	__device__ __forceinline__ void window(uint32_t pos, uint32_t x[kBatch]) const
+	template <uint32_t B = kBatch> __device__ __forceinline__ void window(uint32_t pos, uint32_t x[B]) const
 	{
 		const uint32_t a = pos >> 2, r = (pos & 3) * 8;
-		uint32_t w[kBatch / 4 + 2], sh[kBatch / 4 + 1];
+		uint32_t w[B / 4 + 2], sh[B / 4 + 1];
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch / 4 + 2; k++)
+		for (uint32_t k = 0; k < B / 4 + 2; k++)
 			w[k] = S.data[a + k < kSegWords ? a + k : kSegWords - 1][lane];
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch / 4 + 1; k++)
+		for (uint32_t k = 0; k < B / 4 + 1; k++)
 			sh[k] = __funnelshift_r(w[k], w[k + 1], r);
 #pragma unroll
-		for (uint32_t k = 0; k < kBatch; k++)
+		for (uint32_t k = 0; k < B; k++)
 			x[k] = (k & 3) == 0 ? sh[k / 4] : __funnelshift_r(sh[k / 4], sh[k / 4 + 1], 8 * (k & 3));
 	}
 	// window2 sets x[k] to word(pos+2k) and y[k] to word(pos+2k+4), k <
@@ -405,16 +414,16 @@ __device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const u
 }
 
 // batch_keys sets x[k] and y[k] to the words at the k-th grid position
-// from i and 4 bytes on, k < batch_of<G>().
+// from i and 4 bytes on, k < batch_of<HB, G>().
 template <int HB, uint32_t G>
-__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[batch_of<G>()],
-                                           uint32_t y[batch_of<G>()])
+__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[batch_of<HB, G>()],
+                                           uint32_t y[batch_of<HB, G>()])
 {
 	if constexpr (G == 1) {
-		V.window(i, x);
-		V.window(i + 4, y);
+		V.template window<batch_of<HB, G>()>(i, x);
+		V.template window<batch_of<HB, G>()>(i + 4, y);
 	} else {
-		V.template window2<batch_of<G>()>(i, x, y);
+		V.template window2<batch_of<HB, G>()>(i, x, y);
 	}
 }
 
@@ -424,7 +433,7 @@ __device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uin
 template <int HB, uint32_t G>
 __device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from, uint32_t to, uint32_t hm)
 {
-	constexpr uint32_t B = batch_of<G>();
+	constexpr uint32_t B = batch_of<HB, G>();
 	for (uint32_t j = from; j < to; j += G * B) {
 		uint32_t x[B], y[B];
 		batch_keys<HB, G>(V, j, x, y);
@@ -438,12 +447,12 @@ __device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from
 // load_seeds loads the seeds of the batch's grid positions from i of a
 // segment of n bytes (seed holds the segment's, one a grid position),
 // kNoSeed for those without a whole key before its end.
-template <uint32_t G>
+template <int HB, uint32_t G>
 __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, uint32_t i, uint32_t n, uint32_t key,
-                                           uint32_t sc[batch_of<G>()])
+                                           uint32_t sc[batch_of<HB, G>()])
 {
 #pragma unroll
-	for (uint32_t k = 0; k < batch_of<G>(); k++)
+	for (uint32_t k = 0; k < batch_of<HB, G>(); k++)
 		sc[k] = i + G * k + key <= n ? __ldg(seed + i / G + k) : kNoSeed;
 }
 
@@ -459,9 +468,10 @@ __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, ui
 // The reference inserts every position it passes, inside matches too, so
 // when the parse stands at i the table holds exactly the positions before
 // i: a position's candidate does not depend on the parse. That lets the
-// lane look up kBatch positions' candidates at once and test them in order,
-// which turns kBatch dependent chains of shared-memory loads into one; one
-// lane per segment leaves little else to hide their latency behind. The
+// lane look up a batch of positions' candidates at once and test them in
+// order, which turns the batch's dependent chains of shared-memory loads
+// into one; one lane per segment leaves little else to hide their latency
+// behind. The
 // batch's seeds are loaded from global memory together.
 //
 // On the even grid (G 2) the batch is kGridBatch even positions, and a match
@@ -473,7 +483,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
-	constexpr uint32_t B = batch_of<G>();
+	constexpr uint32_t B = batch_of<HB, G>();
 	V.S.tab.clear(V.lane); // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	uint32_t hist[3] = {0, 0, 0};
@@ -488,7 +498,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	constexpr bool kAhead = HB == kStrongHashBits;
 	uint32_t ahead[B], ahead_at = kAhead ? 0 : kNoSeed;
 	if (kAhead)
-		load_seeds<G>(seed, 0, n, key, ahead);
+		load_seeds<HB, G>(seed, 0, n, key, ahead);
 	while (i + key <= n) {
 		// the batch's eligible positions: i + G*k + key <= n
 		const uint32_t elig = (n - key - i) / G + 1;
@@ -499,11 +509,11 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			for (uint32_t k = 0; k < B; k++)
 				sc[k] = ahead[k];
 		} else {
-			load_seeds<G>(seed, i, n, key, sc);
+			load_seeds<HB, G>(seed, i, n, key, sc);
 		}
 		if (kAhead) {
 			ahead_at = i + G * cnt;
-			load_seeds<G>(seed, ahead_at, n, key, ahead);
+			load_seeds<HB, G>(seed, ahead_at, n, key, ahead);
 		}
 		batch_keys<HB, G>(V, i, x, y);
 #pragma unroll
