@@ -89,7 +89,8 @@ constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 // bytes at hand when it checks the candidate's key, and the parse, which
 // waited on loading them, measures further only when all of them agree.
 // At the strong rung, where zl_seed has one thread block an SM and the
-// parse loads its seeds ahead, that cost more than it saved.
+// parse then loaded its seeds ahead (through 775861c), that cost more
+// than it saved.
 constexpr uint32_t kSeedLenShift = 24;
 constexpr uint32_t kSeedPosMask = (1u << kSeedLenShift) - 1;
 constexpr uint32_t kSeedMeasured = 8;
@@ -490,31 +491,18 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	int known = 0;
 	uint32_t nseq = 0, nlit = 0, litStart = 0;
 	uint32_t i = 0;
-	// At the strong rung, four warps an SM, the next batch's seeds are
-	// loaded a batch ahead, for where it starts when this batch finds no
-	// match (most batches): the parse waited on those loads more than on
-	// anything else (Nsight Compute: 12% of its stall samples). At the
-	// fast rung ten warps hide them, and the loads ahead only cost.
-	constexpr bool kAhead = HB == kStrongHashBits;
-	uint32_t ahead[B], ahead_at = kAhead ? 0 : kNoSeed;
-	if (kAhead)
-		load_seeds<HB, G>(seed, 0, n, key, ahead);
+	// Through 775861c the strong rung loaded the next batch's seeds a batch
+	// ahead (57b850e: with batches of eight, the parse waited on those
+	// loads more than on anything else). With batches of four the loads
+	// ahead cost more than they hid: level 3's parse 26.1 against 29.2 ms
+	// a GiB on dim frames without them, 22.9 against 25.3 on flat fields
+	// (H100, 2026-11-26).
 	while (i + key <= n) {
 		// the batch's eligible positions: i + G*k + key <= n
 		const uint32_t elig = (n - key - i) / G + 1;
 		const uint32_t cnt = elig < B ? elig : B;
 		uint32_t x[B], y[B], h[B], c[B], sc[B];
-		if (kAhead && ahead_at == i) {
-#pragma unroll
-			for (uint32_t k = 0; k < B; k++)
-				sc[k] = ahead[k];
-		} else {
-			load_seeds<HB, G>(seed, i, n, key, sc);
-		}
-		if (kAhead) {
-			ahead_at = i + G * cnt;
-			load_seeds<HB, G>(seed, ahead_at, n, key, ahead);
-		}
+		load_seeds<HB, G>(seed, i, n, key, sc);
 		batch_keys<HB, G>(V, i, x, y);
 #pragma unroll
 		for (uint32_t k = 0; k < B; k++) {
