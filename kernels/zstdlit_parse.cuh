@@ -43,8 +43,8 @@ constexpr uint32_t kBatch = 8;                                // positions a lan
 // in it wastes the rest of its look-ups. Against 8 (H100, two rounds,
 // level 1): dim frames 41.4 -> 44.4 GB/s, bright cells 47.3 -> 47.9,
 // flat fields, which find few matches, 66.4 -> 64.4; 6 took 43.2, 48.0
-// and 65.6. The slowest set gains most, and the three together take 2.4%
-// less time.
+// and 65.6, and 2 took 45.0, 44.0 and 60.4. The slowest set gains most,
+// and the three together take 2.4% less time.
 constexpr uint32_t kGridBatch = 4;
 // kStrongBatch is the strong rung's: against 8 (H100, two rounds, level
 // 3), zl_parse3 took 29.1, 28.7, 25.3 and 31.7 ms a GiB on dim, bright,
