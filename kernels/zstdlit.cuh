@@ -168,7 +168,9 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 //
 // zl_seed2 is zl_seed on the even grid (zstdlit's Options.Grid 2, the fast
 // rung on 16-bit and wider data): a thread an even position, half the
-// threads, and the seeds written a grid position each (seed_index).
+// threads, and the seeds written a grid position each (seed_index). It
+// issues in 58% of the cycles, not 83%: three 64 KiB tables an SM leave
+// it 24 warps, and they wait at the walk's barriers.
 namespace zl {
 template <bool Measure, uint32_t key, uint32_t bits, uint32_t grid>
 __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
@@ -318,19 +320,21 @@ extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
 // segment;
 // min_match is zstdlit.Options' ShortestMatch, key its KeyBytes (6, or 5
 // from level 3); seed is zl_seed's candidates, side takes the
-// Offset_Values too large to pack. The fast rung's segment table; zl_parse3
-// is the same with the strong rung's, in dynamic shared memory.
+// Offset_Values too large to pack. The fast rung's segment table; zl_parse2
+// is the same on the even grid (zl_seed2's seeds) with its smaller table,
+// and zl_parse3 with the strong rung's, in dynamic shared memory.
 namespace zl {
-template <uint32_t G, int HB>
-__device__ __forceinline__ void parse_fast(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
-                                           const uint32_t *nonfill, uint32_t *seq_buf, uint32_t *seg_meta,
-                                           uint32_t min_match, const uint32_t *seed, uint32_t *side, uint32_t key)
+// parse_blocks is a parse kernel's walk: the CTA's parts of the blocks,
+// in turn, with the warp's segments in S.
+template <int HB, uint32_t G>
+__device__ __forceinline__ void parse_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
+                                             const uint32_t *nonfill, uint32_t *seq_buf, uint32_t *seg_meta,
+                                             uint32_t min_match, const uint32_t *seed, uint32_t *side, uint32_t key,
+                                             ParseShared<HB> &S)
 {
-	__shared__ zl::ParseShared<HB> S;
-	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
-		zl::parse_part<HB, G>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta,
-		                                     x / zl::kParseCTAs, (uint32_t)(x % zl::kParseCTAs), min_match, key, seed,
-		                                     side, S);
+	for (uint64_t x = blockIdx.x; x < kParseCTAs * n_blocks; x += gridDim.x) {
+		parse_part<HB, G>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x / kParseCTAs,
+		                  (uint32_t)(x % kParseCTAs), min_match, key, seed, side, S);
 		__syncwarp();
 	}
 }
@@ -341,17 +345,19 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
              uint32_t key)
 {
-	zl::parse_fast<1, zl::kFastHashBits>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
+	__shared__ zl::ParseShared<zl::kFastHashBits> S;
+	zl::parse_blocks<zl::kFastHashBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match,
+	                                       seed, side, key, S);
 }
 
-// zl_parse2 is zl_parse on the even grid (zl_seed2's seeds), with its
-// smaller segment table.
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
               uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
               uint32_t key)
 {
-	zl::parse_fast<2, zl::kGridHashBits>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match, seed, side, key);
+	__shared__ zl::ParseShared<zl::kGridHashBits> S;
+	zl::parse_blocks<zl::kGridHashBits, 2>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match,
+	                                       seed, side, key, S);
 }
 
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
@@ -361,12 +367,8 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
 {
 	extern __shared__ uint4 parse_mem[];
 	auto &S = *reinterpret_cast<zl::ParseShared<zl::kStrongHashBits> *>(parse_mem);
-	for (uint64_t x = blockIdx.x; x < zl::kParseCTAs * n_blocks; x += gridDim.x) {
-		zl::parse_part<zl::kStrongHashBits, 1>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta,
-		                                       x / zl::kParseCTAs, (uint32_t)(x % zl::kParseCTAs), min_match, key, seed,
-		                                       side, S);
-		__syncwarp();
-	}
+	zl::parse_blocks<zl::kStrongHashBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match,
+	                                         seed, side, key, S);
 }
 
 // zl_seq: one warp per block; the sequences section.

@@ -293,20 +293,18 @@ func BenchmarkLitKernels(b *testing.B) {
 	}
 	for _, set := range sets {
 		data := set.data()
-		e := set.elem
-		runs := []struct {
+		type run struct {
 			chunk int64
 			opt   zstdlit.Options
-		}{{256 << 10, zstdlit.Options{Level: 1, ElemSize: e}}, {1 << 20, zstdlit.Options{Level: 1, ElemSize: e}},
+		}
+		e := set.elem
+		runs := []run{{256 << 10, zstdlit.Options{Level: 1, ElemSize: e}}, {1 << 20, zstdlit.Options{Level: 1, ElemSize: e}},
 			{2 << 20, zstdlit.Options{Level: 1, ElemSize: e}}, {2 << 20, zstdlit.Options{Level: 1, Checksum: true, ElemSize: e}},
 			{2 << 20, zstdlit.Options{Level: 3, ElemSize: e}}}
 		if e > 1 {
 			// Beside the even grid, the parse of every position (as on
 			// 8-bit data): what the grid buys, in one run.
-			runs = append(runs, struct {
-				chunk int64
-				opt   zstdlit.Options
-			}{2 << 20, zstdlit.Options{Level: 1}})
+			runs = append(runs, run{2 << 20, zstdlit.Options{Level: 1}})
 		}
 		for _, run := range runs {
 			chunk := run.chunk

@@ -70,9 +70,10 @@ import "encoding/binary"
 // positions' keys straddle two pixels, and their chance matches crowd
 // the tables. Its segment table of 2^6 entries, not 2^7, costs dim
 // frames 0.2 points (101.3% with 2^7) and lets the GPU's parse fit
-// twelve warps an SM instead of ten: 2-4% faster kernels (H100). At level 3 it does not pay: flat fields fall
-// to 92.1%, as their pixel pairs repeat at odd offsets only the 5-byte
-// keys of every position find. Level 3 against its
+// twelve warps an SM instead of ten: 2-4% faster kernels (H100). At
+// level 3 it does not pay: flat fields fall to 92.1%, as their pixel
+// pairs repeat at odd offsets only the 5-byte keys of every position
+// find. Level 3 against its
 // level 3: dim 99.1%, bright 102.0%, flat 99.1%, 8-bit 102.6%. What each
 // part of the strong rung buys there (measured with the 1 KiB segments of
 // before, level 3 then 99.2, 102.2, 99.2 and 102.6%), one at a time on
