@@ -46,14 +46,16 @@ func newFrameSource(data string, side int64) (*frameSource, error) {
 		return cam(synth.CameraFlat(w, w), "camera: shot-noise-limited flat field, 12-bit"), nil
 	case "8bit":
 		return cam(synth.Camera8(w, w), "camera: cells on a dark field, 8-bit"), nil
+	case "8bit-saturated":
+		return cam(synth.Camera8Saturated(w, w), "camera: cells clipped at 255 on a dark field, 8-bit"), nil
 	case "mix":
 		return &frameSource{name: "mix", describe: "the bench mix: gaussian, uniform and constant 12-bit frames in turn", dtype: "uint16", elem: 2,
 			fill: func(dst []byte, t int64) { synth.FillFrame(dst, synth.Mixed(t), uint64(t)) }}, nil
 	case "":
-		return nil, fmt.Errorf("empty: want camera, dim, flat, 8bit, mix or a raw file")
+		return nil, fmt.Errorf("empty: want camera, dim, flat, 8bit, 8bit-saturated, mix or a raw file")
 	}
 	if _, err := os.Stat(data); err != nil {
-		return nil, fmt.Errorf("%q is not camera, dim, flat, 8bit or mix, nor a raw file: %w", data, err)
+		return nil, fmt.Errorf("%q is not camera, dim, flat, 8bit, 8bit-saturated or mix, nor a raw file: %w", data, err)
 	}
 	return &frameSource{name: filepath.Base(data), describe: "frames of " + data, dtype: "uint16", elem: 2, file: data}, nil
 }

@@ -41,6 +41,9 @@ func TestCameraFramesLookLikeTheirSample(t *testing.T) {
 		{CameraFlat(256, 256), 1450, 1650, 1300, 1800},
 		// 8-bit: within a byte, above the offset.
 		{Camera8(256, 256), 12, 60, 5, 255},
+		// 8-bit saturated: a 15 ADU background over the offset, cells
+		// clipped at 255.
+		{Camera8Saturated(256, 256), 20, 80, 10, 255},
 	}
 	for _, tc := range cases {
 		t.Run(tc.cam.Name, func(t *testing.T) {
