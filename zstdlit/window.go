@@ -46,16 +46,30 @@ type WindowOptions struct {
 	// further back than the latest of the same MinMatch bytes, and a
 	// longer match.
 	LongHashLog int
-	// DenseMinMatch, when set, replaces MinMatch in a frame whose first
-	// block has under DenseEntropy bits of order-0 entropy per byte:
-	// there matches are everywhere (dim frames are 99% matches), and a
-	// longer minimum picks the ones that pay more per sequence.
-	DenseMinMatch int
+	// Dense, when its Entropy is set, is the rung of a frame whose first
+	// block has under Entropy bits of order-0 entropy a byte: such frames
+	// are mostly matches, or mostly runs, and pay for another search.
+	Dense DenseRung
 }
 
-// DenseEntropy is the bits per byte under which WindowOptions.DenseMinMatch
-// applies: dim 12-bit frames have 2.7, bright ones 4.6, flat fields 4.9.
-const DenseEntropy = 3.5
+// DenseRung replaces the fields of a WindowOptions that it sets (nonzero)
+// in a frame whose first block has under Entropy bits of order-0 entropy
+// a byte.
+type DenseRung struct {
+	Entropy        float64
+	MinMatch       int
+	SearchStrength int
+	Stride         int
+}
+
+// The entropy under which the ladder's dense rungs apply, in bits a byte:
+// dim 12-bit frames have 2.7, bright ones 4.6, flat fields 4.9; 8-bit
+// frames of cells on a dark field 2.4 to 5.0 (most under 4.2), those whose
+// cells saturate 3.2 to 5.9 (most above).
+const (
+	DenseEntropy  = 3.5
+	DenseEntropy8 = 4.2
+)
 
 // WindowOptionsFor is the windowed encoder's ladder: compression level
 // (zstd's numbering) and element size in, options out. Measured on the
@@ -69,11 +83,18 @@ const DenseEntropy = 3.5
 //     DenseEntropy bits a byte, and 99% matches) take 7-byte matches:
 //     as many bytes in matches, fewer sequences, each paying more
 //     (dim: 3.66 against 3.56 with 6, and 14% faster).
-//   - Levels 1 and 2, 8-bit: 8-byte matches on every byte (a pixel is a
-//     byte, so there is no even grid to keep to), from a 2^13-entry table,
-//     libzstd level 1's own size for such chunks: the matches a larger
-//     table finds further back cost more than their literals (2^16:
-//     99.9% of libzstd's ratio at 227 MB/s; 2^13: 100.3% at 286).
+//   - Levels 1 and 2, 8-bit: a 2^13-entry table, libzstd level 1's own
+//     size for such chunks (the matches a larger table finds further back
+//     cost more than their literals: 2^16 stored 0.4% more), and a search
+//     chosen by the first block's entropy. Under DenseEntropy8 (cells on a
+//     dark field: the background a value or two) 8-byte matches on every
+//     other byte, the step growing every 8 literals: searching less there
+//     stores less, as the chance matches of the background cost more
+//     than their literals (101.7% of libzstd at 402 MB/s, against 100.3%
+//     at 358 on every byte with the step growing every 16). Above it
+//     (cells clipped at 255 on a busier background) 7-byte matches on
+//     every byte, the step growing every 128 literals: 99.7% of libzstd
+//     at 331 MB/s (libzstd: 631), against 97.4% with the rung before.
 //   - Level 3 and up (and 0, zstd's default level, 3): libzstd level 3's
 //     two tables, a 2^17- or 2^18-entry one of 8-byte hashes asked first
 //     and a 2^19-entry one of short matches. The short matches are 4
@@ -94,9 +115,10 @@ func WindowOptionsFor(level, elemSize int) WindowOptions {
 	case level >= 3:
 		return WindowOptions{MinMatch: 4, HashLog: 19, SearchStrength: 4, Stride: 2, LongHashLog: 17}
 	case elemSize == 1:
-		return WindowOptions{MinMatch: 8, HashLog: 13, SearchStrength: 4, Stride: 1}
+		return WindowOptions{MinMatch: 7, HashLog: 13, SearchStrength: 7, Stride: 1,
+			Dense: DenseRung{Entropy: DenseEntropy8, MinMatch: 8, SearchStrength: 3, Stride: 2}}
 	}
-	return WindowOptions{MinMatch: 6, HashLog: 16, SearchStrength: 4, Stride: 2, DenseMinMatch: 7}
+	return WindowOptions{MinMatch: 6, HashLog: 16, SearchStrength: 4, Stride: 2, Dense: DenseRung{Entropy: DenseEntropy, MinMatch: 7}}
 }
 
 func (o WindowOptions) withDefaults() WindowOptions {
@@ -114,12 +136,29 @@ func (o WindowOptions) withDefaults() WindowOptions {
 		o.Stride = def.Stride
 	}
 	o.MinMatch = min(max(o.MinMatch, 4), 8)
-	if o.DenseMinMatch != 0 {
-		o.DenseMinMatch = min(max(o.DenseMinMatch, 4), 8)
-	}
 	o.HashLog = min(max(o.HashLog, 10), 20)
 	o.SearchStrength = min(max(o.SearchStrength, 1), 30)
 	o.Stride = min(max(o.Stride, 1), 8)
+	return o
+}
+
+// dense is o for the frame of src: its dense rung's fields in place of
+// its own when src's first block is under the rung's entropy, the bounds
+// of withDefaults kept.
+func (o WindowOptions) dense(src []byte) WindowOptions {
+	d := o.Dense
+	if d.Entropy == 0 || len(src) == 0 || entropy(src[:min(len(src), MaxBlockSize)]) >= d.Entropy {
+		return o
+	}
+	if d.MinMatch != 0 {
+		o.MinMatch = min(max(d.MinMatch, 4), 8)
+	}
+	if d.SearchStrength != 0 {
+		o.SearchStrength = min(max(d.SearchStrength, 1), 30)
+	}
+	if d.Stride != 0 {
+		o.Stride = min(max(d.Stride, 1), 8)
+	}
 	return o
 }
 
@@ -174,9 +213,7 @@ func (e *windowEncoder) start(src []byte, opt WindowOptions) (WindowOptions, int
 	// A small chunk gets a table no larger than itself: clearing 256 KiB
 	// for every 4 KiB chunk would cost more than the search.
 	opt.HashLog = min(opt.HashLog, max(10, bits.Len(uint(len(src)))))
-	if opt.DenseMinMatch != 0 && len(src) > 0 && entropy(src[:min(len(src), MaxBlockSize)]) < DenseEntropy {
-		opt.MinMatch = opt.DenseMinMatch
-	}
+	opt = opt.dense(src)
 	if len(e.table) != 1<<opt.HashLog {
 		e.table = make([]uint32, 1<<opt.HashLog)
 	} else {

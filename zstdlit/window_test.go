@@ -161,22 +161,29 @@ func FuzzEncodeWindowDecodes(f *testing.F) {
 	})
 }
 
-func TestDenseFramesTakeTheLongerMinimumMatch(t *testing.T) {
+func TestDenseFramesTakeTheirRung(t *testing.T) {
 	dim, bright := synth.CameraDim(256, 256), synth.CameraBright(256, 256)
+	cells8, saturated8 := synth.Camera8(256, 256), synth.Camera8Saturated(256, 256)
 	for _, tc := range []struct {
-		name  string
-		chunk []byte
-		mm    int
+		name     string
+		chunk    []byte
+		elemSize int
+		// the rung the frame must be written with
+		mm, ss, stride int
 	}{
-		{"a dim frame (under DenseEntropy bits a byte)", dim.ZarrChunks()[0], 7},
-		{"a bright frame", bright.ZarrChunks()[0], 6},
+		{"a dim 12-bit frame (under DenseEntropy bits a byte) takes 7-byte matches", dim.ZarrChunks()[0], 2, 7, 4, 2},
+		{"a bright 12-bit frame keeps 6-byte matches", bright.ZarrChunks()[0], 2, 6, 4, 2},
+		{"an 8-bit frame of cells on a dark field (under DenseEntropy8) takes the sparse search", cells8.ZarrChunks()[0], 1, 8, 3, 2},
+		{"an 8-bit frame of saturated cells keeps the dense search", saturated8.ZarrChunks()[0], 1, 7, 7, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opt := WindowOptionsFor(1, 2)
+			opt := WindowOptionsFor(1, tc.elemSize)
 			fixed := opt
-			fixed.DenseMinMatch, fixed.MinMatch = 0, tc.mm
+			fixed.Dense = DenseRung{}
+			fixed.MinMatch, fixed.SearchStrength, fixed.Stride = tc.mm, tc.ss, tc.stride
 			if got, want := EncodeWindow(nil, tc.chunk, opt), EncodeWindow(nil, tc.chunk, fixed); !bytes.Equal(got, want) {
-				t.Fatalf("entropy %.2f bits a byte: the frame is not the one of a %d-byte minimum match", entropy(tc.chunk[:MaxBlockSize]), tc.mm)
+				t.Fatalf("entropy %.2f bits a byte: the frame is not the one of %d-byte matches, search strength %d, stride %d",
+					entropy(tc.chunk[:MaxBlockSize]), tc.mm, tc.ss, tc.stride)
 			}
 		})
 	}
