@@ -85,7 +85,8 @@ const (
 //     (dim: 3.66 against 3.56 with 6, and 14% faster).
 //   - Levels 1 and 2, 8-bit: a 2^13-entry table, libzstd level 1's own
 //     size for such chunks (the matches a larger table finds further back
-//     cost more than their literals: 2^16 stored 0.4% more), and a search
+//     cost more than their literals: with the rung before, 2^16 entries
+//     stored 0.4% more), and a search
 //     chosen by the first block's entropy. Under DenseEntropy8 (cells on a
 //     dark field: the background a value or two) 8-byte matches on every
 //     other byte, the step growing every 8 literals: searching less there
