@@ -1,13 +1,14 @@
 # Shared by the bench scripts that convert zspool bench's camera data
 # (2048×2048 uint16 frames): sourced, not run.
 
-# camera_manifest FILE DATA NAME T_CHUNK T_SHARD LEVEL writes to FILE the
-# manifest of the raw file DATA (a name beside FILE) as acquisition NAME:
-# T_CHUNK frames a chunk and T_SHARD chunks a shard along t, 256×256
-# chunks and 8×8 chunks a shard in y and x, zstd at LEVEL.
+# camera_manifest FILE DATA NAME T_CHUNK T_SHARD LEVEL [DTYPE] writes to
+# FILE the manifest of the raw file DATA (a name beside FILE) as
+# acquisition NAME: T_CHUNK frames a chunk and T_SHARD chunks a shard along
+# t, 256×256 chunks and 8×8 chunks a shard in y and x, zstd at LEVEL, the
+# pixels DTYPE (default uint16).
 camera_manifest() {
 	cat >"$1" <<JSON
-{"version": 1, "data": "$2", "dtype": "uint16", "name": "$3",
+{"version": 1, "data": "$2", "dtype": "${7:-uint16}", "name": "$3",
  "dimensions": [
   {"name": "t", "type": "time", "size": 0, "chunk": $4, "shard": $5},
   {"name": "y", "type": "space", "size": 2048, "chunk": 256, "shard": 8, "unit": "micrometer", "scale": 0.65},
@@ -15,6 +16,9 @@ camera_manifest() {
  "compression": {"codec": "zstd", "level": $6}}
 JSON
 }
+
+# camera_dtype DATA is the dtype of zspool bench --data DATA's frames.
+camera_dtype() { case $1 in 8bit*) echo uint8 ;; *) echo uint16 ;; esac; }
 
 # rate_of [FILE] is the GiB/s of the last summary line zspool convert
 # wrote to FILE, or to standard input ("NAME: in …, 12.26 GiB/s -> DEST").

@@ -10,7 +10,8 @@
 #   A=.dev/zspool B=.dev/zspool-old LEVELS="1 3" ROUNDS=3 bench/convert-ab.sh 16GiB
 #
 # A and B are zspool binaries (B optional: then A alone, at each level);
-# ENGINE (default gpu) is passed to --engine. Each convert prints its own
+# ENGINE (default gpu) is passed to --engine; DATA (default camera) to
+# zspool bench --data: camera, dim, flat, 8bit or 8bit-saturated. Each convert prints its own
 # summary line; the table at the end gives, per build and level, every
 # round's rate (convert's own, from the plan to the group document), the
 # median, the process's wall time and the stored bytes, which must be equal
@@ -22,6 +23,8 @@ b=${B:-}
 levels=${LEVELS:-1}
 rounds=${ROUNDS:-3}
 engine=${ENGINE:-gpu}
+data=${DATA:-camera}
+case $data in camera | bright | dim | flat | 8bit | 8bit-saturated) ;; *) echo "DATA=$data: camera, dim, flat, 8bit or 8bit-saturated" >&2; exit 2 ;; esac
 case $rounds in [1-9] | [1-9][0-9]) ;; *) echo "ROUNDS=$rounds: a count, 1 to 99" >&2; exit 2 ;; esac
 for level in $levels; do
 	case $level in -[1-7] | [0-9] | 1[0-9] | 2[0-2]) ;; *) echo "LEVELS: $level is not a zstd level, -7 to 22" >&2; exit 2 ;; esac
@@ -31,18 +34,21 @@ builds=(A)
 for x in "$a" $b; do [ -x "$x" ] || { echo "$x: not an executable zspool" >&2; exit 2; }; done
 # shellcheck source=bench/camera.sh
 . "$(dirname "$0")/camera.sh"
+dtype=$(camera_dtype "$data")
+elem=2
+[ "$dtype" = uint16 ] || elem=1
 work=$(mktemp -d "${SHM:-/dev/shm}/zspool-ab.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 bin() { if [ "$1" = A ]; then echo "$a"; else echo "$b"; fi; }
 for x in "${builds[@]}"; do echo "build $x: $(bin "$x") ($("$(bin "$x")" version | head -1))"; done
-echo "== generating $size of camera data"
-"$a" bench --engine "$engine" --source file --data camera --size "$size" --depth 16 --shard 8 --keep "$work/cam.raw" >/dev/null
-frames=$(($(stat -c %s "$work/cam.raw") / (2048 * 2048 * 2)))
+echo "== generating $size of camera data ($data)"
+"$a" bench --engine "$engine" --source file --data "$data" --size "$size" --depth 16 --shard 8 --keep "$work/cam.raw" >/dev/null
+frames=$(($(stat -c %s "$work/cam.raw") / (2048 * 2048 * elem)))
 cat "$work/cam.raw" >/dev/null # in the page cache, as an acquisition just written is
 warm_memory "$work" $((2 * $(stat -c %s "$work/cam.raw")))
 for level in $levels; do
-	camera_manifest "$work/cam$level.json" cam.raw cam 16 1 "$level"
+	camera_manifest "$work/cam$level.json" cam.raw cam 16 1 "$level" "$dtype"
 done
 
 : >"$work/results"
@@ -62,7 +68,7 @@ for r in $(seq 1 "$rounds"); do
 done
 
 echo
-echo "== $frames frames ($size) of camera data, engine $engine, $rounds rounds, on $(hostname), $(nproc) cores"
+echo "== $frames frames ($size) of camera data ($data, $dtype), engine $engine, $rounds rounds, on $(hostname), $(nproc) cores"
 printf '%-6s %-6s %-40s %8s %24s %14s\n' build level "GiB/s by round" median "wall s by round" "stored bytes"
 for level in $levels; do
 	for x in "${builds[@]}"; do
