@@ -301,9 +301,10 @@ func BenchmarkLitKernels(b *testing.B) {
 		runs := []run{{256 << 10, zstdlit.Options{Level: 1, ElemSize: e}}, {1 << 20, zstdlit.Options{Level: 1, ElemSize: e}},
 			{2 << 20, zstdlit.Options{Level: 1, ElemSize: e}}, {2 << 20, zstdlit.Options{Level: 1, Checksum: true, ElemSize: e}},
 			{2 << 20, zstdlit.Options{Level: 3, ElemSize: e}}}
-		if e > 1 {
-			// Beside the even grid, the parse of every position (as on
-			// 8-bit data): what the grid buys, in one run.
+		if (zstdlit.Options{Level: 1, ElemSize: e}).Grid() == 2 {
+			// Beside the even grid, the parse of every position (as where
+			// the element size is not known): what the grid buys, in one
+			// run.
 			runs = append(runs, run{2 << 20, zstdlit.Options{Level: 1}})
 		}
 		for _, run := range runs {
@@ -312,7 +313,7 @@ func BenchmarkLitKernels(b *testing.B) {
 			if run.opt.Checksum {
 				name += "/checksum"
 			}
-			if run.opt.Grid() == 1 && e > 1 && !run.opt.Strong() {
+			if run.opt.Grid() == 1 && !run.opt.Strong() {
 				name += "/every-position"
 			}
 			b.Run(name, func(b *testing.B) {

@@ -28,19 +28,21 @@ func TestTheParseRoundTripsEveryCorpusCaseAndCamera(t *testing.T) {
 	}
 }
 
-func TestTheGridIsEvenOnlyAtTheFastRungOnWideElements(t *testing.T) {
+func TestTheGridIsEvenOnlyAtTheFastRungOnArrays(t *testing.T) {
 	for _, tc := range []struct {
-		opt  Options
-		want int
+		opt            Options
+		grid, shortest int
 	}{
-		{Options{}, 1},
-		{Options{ElemSize: 1}, 1},
-		{Options{ElemSize: 2}, 2},
-		{Options{ElemSize: 4, Level: 2}, 2},
-		{Options{ElemSize: 2, Level: 3}, 1},
+		{Options{}, 1, 6},
+		{Options{ElemSize: 1}, 2, 8},
+		{Options{ElemSize: 1, MinMatch: 7}, 2, 7},
+		{Options{ElemSize: 2}, 2, 6},
+		{Options{ElemSize: 4, Level: 2}, 2, 6},
+		{Options{ElemSize: 2, Level: 3}, 1, 5},
+		{Options{ElemSize: 1, Level: 3}, 1, 5},
 	} {
-		if got := tc.opt.Grid(); got != tc.want {
-			t.Errorf("%+v: grid %d, want %d", tc.opt, got, tc.want)
+		if g, m := tc.opt.Grid(), tc.opt.ShortestMatch(); g != tc.grid || m != tc.shortest {
+			t.Errorf("%+v: grid %d, shortest match %d; want %d, %d", tc.opt, g, m, tc.grid, tc.shortest)
 		}
 	}
 }

@@ -77,8 +77,10 @@ type Options struct {
 	// MinMatch is the shortest match taken, from the rung's key length
 	// (6 fast, 5 strong) to 8; 0 means the key length.
 	MinMatch int
-	// ElemSize is the size in bytes of the array's elements (0: 1): the
-	// fast rung parses 16-bit and wider data on even positions (Grid).
+	// ElemSize is the size in bytes of the array's elements, 0 where
+	// they are not known (then the parse takes every position): the fast
+	// rung parses arrays on even positions (Grid), and 8-bit ones there
+	// with 8-byte matches (ShortestMatch).
 	ElemSize int
 }
 
@@ -107,10 +109,14 @@ func (o Options) SeedBits() int {
 }
 
 // Grid is the spacing of the positions the parse looks up and enters in
-// its tables (match.go): 2 at the fast rung on data of 2-byte or wider
-// elements, where a match that pays starts on a pixel, and 1 otherwise.
+// its tables (match.go): 2 at the fast rung on an array of known element
+// size, and 1 otherwise. On 16-bit and wider data a match that pays
+// starts on a pixel; on 8-bit camera frames the 6-byte chance matches of
+// the background cost more than their literals, and 8-byte matches looked
+// up on every other byte (and extended back) store about as much at half
+// the look-ups (ShortestMatch).
 func (o Options) Grid() int {
-	if !o.Strong() && o.ElemSize >= 2 {
+	if !o.Strong() && o.ElemSize >= 1 {
 		return 2
 	}
 	return 1
@@ -144,9 +150,13 @@ func (o Options) ChunkTableBits(n int) int {
 func (o Options) SeedTableBytes() int { return 4 << o.SeedBits() }
 
 // ShortestMatch is the effective MinMatch: at least the rung's key
-// length, at most 8.
+// length, at most 8; 8 when MinMatch is 0 on 8-bit data on the grid.
 func (o Options) ShortestMatch() int {
-	return min(max(o.MinMatch, o.KeyBytes()), minMatchCeil)
+	mm := o.MinMatch
+	if mm == 0 && o.ElemSize == 1 && o.Grid() == 2 {
+		mm = minMatchCeil
+	}
+	return min(max(mm, o.KeyBytes()), minMatchCeil)
 }
 
 // Encode appends one zstd frame holding src to dst and returns the result.

@@ -200,6 +200,7 @@ func FuzzEncodeDecodes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		decodes(t, src, Options{})
 		decodes(t, src, Options{ElemSize: 2}) // the even grid
+		decodes(t, src, Options{ElemSize: 1}) // the even grid, 8-byte matches
 		decodes(t, src, Options{Level: 3})
 	})
 }
