@@ -59,7 +59,6 @@ type DenseRung struct {
 	Entropy        float64
 	MinMatch       int
 	SearchStrength int
-	Stride         int
 }
 
 // The entropy under which the ladder's dense rungs apply, in bits a byte:
@@ -83,19 +82,20 @@ const (
 //     DenseEntropy bits a byte, and 99% matches) take 7-byte matches:
 //     as many bytes in matches, fewer sequences, each paying more
 //     (dim: 3.66 against 3.56 with 6, and 14% faster).
-//   - Levels 1 and 2, 8-bit: a 2^13-entry table, libzstd level 1's own
-//     size for such chunks (the matches a larger table finds further back
-//     cost more than their literals: with the rung before, 2^16 entries
-//     stored 0.4% more), and a search
-//     chosen by the first block's entropy. Under DenseEntropy8 (cells on a
-//     dark field: the background a value or two) 8-byte matches on every
-//     other byte, the step growing every 8 literals: searching less there
-//     stores less, as the chance matches of the background cost more
-//     than their literals (101.7% of libzstd at 402 MB/s, against 100.3%
-//     at 358 on every byte with the step growing every 16). Above it
-//     (cells clipped at 255 on a busier background) 7-byte matches on
-//     every byte, the step growing every 128 literals: 99.7% of libzstd
-//     at 331 MB/s (libzstd: 631), against 97.4% with the rung before.
+//   - Levels 1 and 2, 8-bit: 8-byte matches on every other byte, from a
+//     2^16-entry table, the step's growth chosen by the first block's
+//     entropy. Under DenseEntropy8 (cells on a dark field: the background
+//     a value or two) every 8 literals: searching less there stores less,
+//     as the background's chance matches cost more than their literals.
+//     Above it (cells clipped at 255 on a busier background) every 256
+//     literals, as libzstd's search is that dense. Against libzstd level
+//     1 (one core of an H100 host, side by side): dark field 101.5% at
+//     376-393 MB/s (libzstd 230), saturated cells 100.0-100.2% at
+//     327-340 (libzstd 530); the one rung before (8-byte matches on every
+//     byte from 2^13 entries, the step growing every 16) kept 100.3% and
+//     97.4%, and the first two-rung ladder (a7b9550: 7-byte matches on
+//     every byte from 2^13 entries for saturated frames) 101.6% at 341
+//     and 99.7% at 296-305.
 //   - Level 3 and up (and 0, zstd's default level, 3): libzstd level 3's
 //     two tables, a 2^17- or 2^18-entry one of 8-byte hashes asked first
 //     and a 2^19-entry one of short matches. The short matches are 4
@@ -116,8 +116,8 @@ func WindowOptionsFor(level, elemSize int) WindowOptions {
 	case level >= 3:
 		return WindowOptions{MinMatch: 4, HashLog: 19, SearchStrength: 4, Stride: 2, LongHashLog: 17}
 	case elemSize == 1:
-		return WindowOptions{MinMatch: 7, HashLog: 13, SearchStrength: 7, Stride: 1,
-			Dense: DenseRung{Entropy: DenseEntropy8, MinMatch: 8, SearchStrength: 3, Stride: 2}}
+		return WindowOptions{MinMatch: 8, HashLog: 16, SearchStrength: 8, Stride: 2,
+			Dense: DenseRung{Entropy: DenseEntropy8, SearchStrength: 3}}
 	}
 	return WindowOptions{MinMatch: 6, HashLog: 16, SearchStrength: 4, Stride: 2, Dense: DenseRung{Entropy: DenseEntropy, MinMatch: 7}}
 }
@@ -156,9 +156,6 @@ func (o WindowOptions) dense(src []byte) WindowOptions {
 	}
 	if d.SearchStrength != 0 {
 		o.SearchStrength = min(max(d.SearchStrength, 1), 30)
-	}
-	if d.Stride != 0 {
-		o.Stride = min(max(d.Stride, 1), 8)
 	}
 	return o
 }
