@@ -11,11 +11,11 @@
 #
 # A and B are zspool binaries (B optional: then A alone, at each level);
 # ENGINE (default gpu) is passed to --engine; DATA (default camera) to
-# zspool bench --data: camera, dim, flat, 8bit or 8bit-saturated. Each convert prints its own
-# summary line; the table at the end gives, per build and level, every
-# round's rate (convert's own, from the plan to the group document), the
-# median, the process's wall time and the stored bytes, which must be equal
-# between builds that write the same objects.
+# zspool bench --data: camera, dim, flat, 8bit or 8bit-saturated. Each
+# convert prints its own summary line; the table at the end gives, per
+# build and level, every round's rate (convert's own, from the plan to the
+# group document), the median, the process's wall time and the stored
+# bytes, which must be equal between builds that write the same objects.
 set -euo pipefail
 size=${1:-16GiB}
 a=${A:-.dev/zspool}
