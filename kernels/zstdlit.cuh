@@ -167,7 +167,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // at level 1, 0.7-1.4% at level 3; H100, 2026-11-26).
 //
 // zl_seed2 is zl_seed on the even grid (zstdlit's Options.Grid 2, the fast
-// rung on 16-bit and wider data): a thread an even position, half the
+// rung on an array of known element size): a thread an even position, half the
 // threads, and the seeds written a grid position each (seed_index). It
 // issues in 58% of the cycles, not 83%: three 64 KiB tables an SM leave
 // it 24 warps, and they wait at the walk's barriers.

@@ -47,7 +47,8 @@ import "encoding/binary"
 //     larger) and runs to the segment's end at most; a seed match may
 //     start in any earlier segment of the block, or of the chunk, so
 //     offsets reach up to the chunk's size.
-//   - At the fast rung on 16-bit and wider data (Options.Grid 2), only
+//   - At the fast rung on an array of known element size (Options.Grid
+//     2; on 8-bit data with 8-byte matches, ShortestMatch), only
 //     even positions (of the chunk; segments and blocks start on even
 //     ones) are eligible: looked up, and entered in every table. A match
 //     found at i is then extended backwards, byte by byte, while the
@@ -64,8 +65,11 @@ import "encoding/binary"
 //
 // Measured against libzstd on the camera sets (2 MiB chunks,
 // BenchmarkCameraRatioAgainstLibzstd), level 1 against its level 1: dim
-// 101.1%, bright 102.2%, flat 100.4%, 8-bit 100.8% (every position, as
-// level 3 and 8-bit data take them: 99.9, 100.4, 100.3%). The even grid
+// 101.1%, bright 102.2%, flat 100.4%, 8-bit 100.2% and, cells clipped at
+// 255, 100.4% (every position, as level 3 takes them: 99.9, 100.4,
+// 100.3, 100.8 and 100.0%; 8-bit data joined the grid in 73a57fd,
+// with 8-byte matches, where the 6-byte ones of every position are
+// mostly the background's chance repeats). The even grid
 // halves the positions the GPU hashes, and gains ratio besides: the odd
 // positions' keys straddle two pixels, and their chance matches crowd
 // the tables. Its segment table of 2^6 entries, not 2^7, costs dim
