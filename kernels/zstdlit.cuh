@@ -177,7 +177,9 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
                                             const uint32_t *nonfill, uint32_t *seed)
 {
 	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1 and tag, 0 for none
-	constexpr uint32_t kWords = zl::kSegWords + 2; // a segment's bytes and the next 8
+	// a segment's bytes and the next 8 (12 to measure)
+	constexpr uint32_t kWords = zl::kSegWords + (Measure ? 3 : 2);
+	static_assert(!Measure || zl::kSeedMeasured == 12, "zl_seed measures 12 bytes: three words and a shift");
 	constexpr uint32_t kThreads = zl::kSeedThreads / grid;
 	__shared__ uint32_t seg[2][kWords];
 	static_assert(zl::kSeedThreads == zl::kSeg, "zl_seed: a thread a position of the segment");
@@ -225,14 +227,15 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			const uint32_t r = (q & 3) * 8;
 			const uint32_t w0 = sw[q >> 2], w1 = sw[(q >> 2) + 1], w2 = sw[(q >> 2) + 2];
 			const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r), hi = hi8 & hm;
-			// The measure takes the position's first 8 bytes, the key check its key.
+			const uint32_t m2 = Measure ? __funnelshift_r(w2, sw[(q >> 2) + 3], r) : 0;
+			// The measure takes the position's first 12 bytes, the key check its key.
 			uint32_t tag;
 			const uint32_t h = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag);
 			const bool eligible = q + key <= len;
 			if (eligible) {
 				const uint32_t e = tab[h];
 				const uint32_t c = e != 0 && (e & kTagMask) == tag ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
-				pend.start(blk, c, (a + q) / grid, lo, Measure ? hi8 : hi, len - q);
+				pend.start(blk, c, (a + q) / grid, lo, Measure ? hi8 : hi, m2, len - q);
 			} else {
 				pend.none();
 			}

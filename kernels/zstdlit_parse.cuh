@@ -91,9 +91,18 @@ constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 // At the strong rung, where zl_seed has one thread block an SM and the
 // parse then loaded its seeds ahead (through 775861c), that cost more
 // than it saved.
+//
+// Twelve bytes, not eight: on dim and 8-bit frames, whose matches are
+// long, the parse waited most on the loads that measured past the eighth
+// byte (Nsight Compute's stall samples of zl_parse2 on dim frames). The
+// parse took 10.07 -> 8.98 ms a GiB on dim frames and 9.61 -> 7.98 on
+// 8-bit ones, the seeds 4.03 -> 4.48 and 4.12 -> 4.43; the kernels 44.4
+// -> 45.6 and 47.3 -> 50.3 GB/s, bright cells 47.9 -> 48.2, flat fields
+// and saturated 8-bit frames the same (H100, two rounds side by side).
+// Sixteen bytes saved the parse no more and cost the seeds 0.3 ms more.
 constexpr uint32_t kSeedLenShift = 24;
 constexpr uint32_t kSeedPosMask = (1u << kSeedLenShift) - 1;
-constexpr uint32_t kSeedMeasured = 8;
+constexpr uint32_t kSeedMeasured = 12;
 static_assert(kBlock <= kSeedPosMask, "a seed's position must fit below its length");
 constexpr uint32_t kSeedThreads = kSeg;  // zl_seed's CTA: a position of a segment each
 constexpr uint32_t kCSeedThreads = 1024; // zl_cseed's CTA
@@ -422,21 +431,24 @@ __device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32
 // as kNoSeed; with Measure, one whose agree carries the length of its
 // match in its first kSeedMeasured bytes.
 template <bool Measure> struct PendingSeed {
-	uint32_t c, at;         // the candidate (kNoSeed for none) and its position; at kNoSeed: nothing pending
-	uint32_t lo, hi;        // the position's key (bytes 0-3, the rest masked by hm), with Measure its first 8 bytes
-	uint32_t cap;           // with Measure, the bytes left in the position's segment, at most kSeedMeasured
-	uint32_t x0, x1, x2, r; // the aligned words around the candidate's first 8 bytes, and its shift
+	uint32_t c, at;             // the candidate (kNoSeed for none) and its position; at kNoSeed: nothing pending
+	uint32_t lo, hi;            // the position's key (bytes 0-3, the rest masked by hm), with Measure its first 8 bytes
+	uint32_t m2;                // with Measure, the position's bytes 8-11
+	uint32_t cap;               // with Measure, the bytes left in the position's segment, at most kSeedMeasured
+	uint32_t x0, x1, x2, x3, r; // the aligned words around the candidate's first bytes, and its shift
 	__device__ __forceinline__ void none() { at = kNoSeed; }
-	// start takes candidate c of position pos, whose key (or first 8
-	// bytes) is lo and hi and which has left bytes to its segment's end,
-	// and loads the candidate's words as gword(blk+c) and gword(blk+c+4) do.
+	// start takes candidate c of position pos, whose key (or first 12
+	// bytes) is lo and hi (and m2) and which has left bytes to its
+	// segment's end, and loads the candidate's words as gword(blk+c),
+	// gword(blk+c+4) and, with Measure, gword(blk+c+8) do.
 	__device__ __forceinline__ void start(const uint8_t *__restrict__ blk, uint32_t cand, uint32_t pos, uint32_t klo,
-	                                      uint32_t khi, uint32_t left)
+	                                      uint32_t khi, uint32_t k2, uint32_t left)
 	{
 		c = cand;
 		at = pos;
 		lo = klo;
 		hi = khi;
+		m2 = k2;
 		if (Measure)
 			cap = left < kSeedMeasured ? left : kSeedMeasured;
 		if (cand == kNoSeed)
@@ -446,7 +458,11 @@ template <bool Measure> struct PendingSeed {
 		r = (uint32_t)((uintptr_t)p & 3) * 8;
 		x0 = __ldg(w);
 		x1 = __ldg(w + 1);
-		x2 = r != 0 ? __ldg(w + 2) : 0;
+		// With Measure, only the words that hold one of the first cap
+		// bytes: a word past them may lie past the allocation's end.
+		const uint32_t need = r / 8 + (Measure ? cap : 8);
+		x2 = need > 8 ? __ldg(w + 2) : 0;
+		x3 = Measure && need > 12 ? __ldg(w + 3) : 0;
 	}
 	// finish writes the seed (hm masks the key's bytes of the second word).
 	__device__ __forceinline__ void finish(uint32_t *__restrict__ out, uint32_t hm) const
@@ -462,7 +478,10 @@ template <bool Measure> struct PendingSeed {
 			if (d0 != 0 || (d1 & hm) != 0) {
 				s = kNoSeed;
 			} else {
-				const uint32_t l = d1 != 0 ? 4 + (uint32_t)(__ffs(d1) - 1) / 8 : 8;
+				const uint32_t d2 = __funnelshift_r(x2, x3, r) ^ m2;
+				const uint32_t l = d1 != 0   ? 4 + (uint32_t)(__ffs(d1) - 1) / 8
+				                   : d2 != 0 ? 8 + (uint32_t)(__ffs(d2) - 1) / 8
+				                             : 12;
 				s = c | (l < cap ? l : cap) << kSeedLenShift;
 			}
 		}
