@@ -1,10 +1,10 @@
 package kernels
 
 import (
-	"math/bits"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/zspool/zspool/zstdlit"
@@ -70,9 +70,40 @@ func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 	sameConstants(t, src, "the host's launch", []cudaConstant{
 		{"kParseThreads", litParseThreads},
 		{"kCSeedThreads", litChunkSeedThreads},
-		{"kCSeedPartBits", bits.Len(uint(litChunkSeedParts)) - 1},
 	})
-	if litChunkSeedParts&(litChunkSeedParts-1) != 0 {
-		t.Fatalf("litChunkSeedParts = %d: the kernel splits its table by hash bits, a power of two", litChunkSeedParts)
+}
+
+// zl_cseed keeps its part of the chunk table in shared memory, and every
+// part hashes the whole chunk: the host splits the table into the fewest
+// parts whose shared memory the GPU grants a CTA.
+func TestTheChunkTableSplitsIntoTheFewestPartsThatFit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+		parts int
+	}{
+		{"an H100's 227 KiB take three parts", 232448, 3},
+		{"an A100's 163 KiB take four", 166912, 4},
+		{"exactly a quarter of the table takes four", 128 << 10, 4},
+		{"a byte less than a quarter takes five", 128<<10 - 1, 5},
+		{"99 KiB take six", 101376, 6},
+		{"48 KiB take eleven", 48 << 10, 11},
+		{"the whole table takes one", 512 << 10, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts, err := litChunkParts(17, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if parts != tc.parts {
+				t.Fatalf("%d parts, want %d", parts, tc.parts)
+			}
+			if b := litChunkPartBytes(17, parts); b > tc.limit {
+				t.Fatalf("a part takes %d bytes, more than %d", b, tc.limit)
+			}
+		})
+	}
+	if _, err := litChunkParts(17, 16<<10); err == nil || !strings.Contains(err.Error(), "512 KiB") {
+		t.Fatalf("16 KiB a CTA: %v, want an error naming the table's 512 KiB", err)
 	}
 }

@@ -62,6 +62,17 @@ func hostFree(b []byte) error {
 	return nil
 }
 
+// sharedOptin is the most shared memory a CTA may have on dev once its
+// kernel asks for it (setMaxDynamicShared): 227 KiB on an H100, 163 KiB
+// on an A100.
+func sharedOptin(dev cu.Device) (int, error) {
+	n, err := dev.Attribute(cu.DeviceAttribute(C.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+	if err != nil {
+		return 0, fmt.Errorf("shared memory a block may have: %w", err)
+	}
+	return n, nil
+}
+
 // setMaxDynamicShared lets fn's launches ask for n bytes of dynamic shared
 // memory (cuFuncSetAttribute, which gorgonia.org/cu does not wrap).
 func setMaxDynamicShared(fn cu.Function, n int) error {

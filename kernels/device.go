@@ -96,6 +96,9 @@ type Device struct {
 	// Owned by the device goroutine.
 	ctx cu.CUContext
 	fn  functions
+	// chunkParts is the CTAs of zl_cseed a chunk: the fewest parts of the
+	// chunk table that fit this GPU's shared memory (litChunkParts).
+	chunkParts int
 }
 
 type functions struct {
@@ -216,7 +219,14 @@ func (d *Device) setup(ordinal int) error {
 	if err := setMaxDynamicShared(d.fn.litParse3, litParse3Shared); err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_parse3: %w", ordinal, err))
 	}
-	if err := setMaxDynamicShared(d.fn.litChunkSeed, litChunkShared); err != nil {
+	limit, err := sharedOptin(dev)
+	if err == nil {
+		d.chunkParts, err = litChunkParts(litChunkBits, limit)
+	}
+	if err == nil {
+		err = setMaxDynamicShared(d.fn.litChunkSeed, litChunkPartBytes(litChunkBits, d.chunkParts))
+	}
+	if err != nil {
 		return fail(fmt.Errorf("GPU %d: kernel zl_cseed: %w", ordinal, err))
 	}
 	return nil

@@ -273,35 +273,36 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 	zl::seed_blocks<false, zl::kStrongKey, zl::kStrongSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
 }
 
-// zl_cseed: from level 3, kCSeedParts CTAs per chunk of more than one
-// block (at most zstdlit's singleSegmentLimit), each holding its part of
-// the chunk's table of latest positions (2^bits entries of key-byte
-// hashes, split by their top bits) in shared memory: walks the chunk's
-// blocks in order and gives every eligible position whose seed zl_seed
-// left empty, and whose hash is in the part, the table's entry from
-// before the position's block went in (block-relative, so negative), when
-// the entry's tag agrees (chunk_seed_block says why that is enough). An
-// entry is the position + 1 above tag_bits more bits of its hash, 0 for
-// none, so that atomicMax still keeps the latest position. Runs after
-// zl_seed; the blocks zl_seed skips are skipped, but every block but the
-// last goes into the table, as zstdlit's endBlock has it.
+// zl_cseed: from level 3, parts CTAs per chunk of more than one block
+// (at most zstdlit's singleSegmentLimit), each holding its part of the
+// chunk's table of latest positions (2^bits entries of key-byte hashes,
+// split by ChunkPart) in shared memory: walks the chunk's blocks in order
+// and gives every eligible position whose seed zl_seed left empty, and
+// whose hash is in the part, the table's entry from before the position's
+// block went in (block-relative, so negative), when the entry's tag agrees
+// (chunk_seed_block says why that is enough). An entry is the position + 1
+// above tag_bits more bits of its hash, 0 for none, so that atomicMax
+// still keeps the latest position. Runs after zl_seed; the blocks zl_seed
+// skips are skipped, but every block but the last goes into the table, as
+// zstdlit's endBlock has it.
 //
 // The whole table in global memory, a CTA a chunk, kept L2 busy with its
 // random look-ups and atomics, and only 64 tables fit L2, so half the SMs
-// waited; every CTA hashing every position of its chunk costs less.
+// waited; every CTA hashing every position of its chunk costs less. The
+// host picks the fewest parts that fit the GPU's shared memory
+// (litChunkParts): three on an H100, four on an A100.
 extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
     zl_cseed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_chunks, const uint32_t *nonfill,
-             uint32_t *seed, uint32_t key, uint32_t bits, uint32_t tag_bits)
+             uint32_t *seed, uint32_t key, uint32_t bits, uint32_t tag_bits, uint32_t parts)
 {
-	extern __shared__ uint32_t part_tab[]; // 2^(bits - kCSeedPartBits) entries
-	const uint32_t pb = bits - zl::kCSeedPartBits;
+	extern __shared__ uint32_t part_tab[]; // ChunkPart::size entries
 	const uint32_t hm = zl::key_hi(key);
-	for (uint64_t x = blockIdx.x; x < n_chunks * zl::kCSeedParts; x += gridDim.x) {
-		const uint64_t chunk = x / zl::kCSeedParts;
-		const uint32_t part = (uint32_t)(x % zl::kCSeedParts);
+	for (uint64_t x = blockIdx.x; x < n_chunks * parts; x += gridDim.x) {
+		const uint64_t chunk = x / parts;
 		if (nonfill != nullptr && nonfill[chunk] == 0)
 			continue;
-		for (uint32_t h = threadIdx.x; h < (1u << pb); h += zl::kCSeedThreads)
+		const zl::ChunkPart cp(bits, (uint32_t)(x % parts), parts);
+		for (uint32_t h = threadIdx.x; h < cp.size; h += zl::kCSeedThreads)
 			part_tab[h] = 0;
 		__syncthreads();
 		const uint8_t *cs = src + chunk * chunk_bytes;
@@ -310,10 +311,10 @@ extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
 			const uint32_t off = b * zl::kBlock;
 			const uint32_t n = chunk_bytes - off < zl::kBlock ? (uint32_t)(chunk_bytes - off) : zl::kBlock;
 			if (b > 0 && n >= zl::kMinHuff)
-				zl::chunk_seed_block(cs, off, n, out, key, hm, bits, tag_bits, part, pb, part_tab);
+				zl::chunk_seed_block(cs, off, n, out, key, hm, bits, tag_bits, cp, part_tab);
 			__syncthreads();
 			if (b + 1 < bpc)
-				zl::chunk_insert_block(cs, off, n, key, hm, bits, tag_bits, part, pb, part_tab);
+				zl::chunk_insert_block(cs, off, n, key, hm, bits, tag_bits, cp, part_tab);
 			__syncthreads();
 		}
 	}

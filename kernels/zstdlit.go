@@ -46,12 +46,9 @@ var litParse3Shared = litParseThreads * (zstdlit.SegmentSize + 9*(1<<zstdlit.Opt
 // parts in turn.
 const litChunkSeedCTAs = 256
 
-// litChunkPartBytes is the shared memory of a zl_cseed CTA: its part
-// (litChunkSeedParts a chunk) of a chunk table of 2^bits 4-byte entries.
-// litChunkShared is the largest, the one the kernel is allowed.
-func litChunkPartBytes(bits int) int { return 4 << bits / litChunkSeedParts }
-
-var litChunkShared = litChunkPartBytes(zstdlit.Options{Level: 3}.ChunkTableBits(2 * zstdlit.MaxBlockSize))
+// litChunkBits is the chunk table's bits wherever it is built: Device
+// splits it into parts (litChunkParts) by them.
+var litChunkBits = zstdlit.Options{Level: 3}.ChunkTableBits(2 * zstdlit.MaxBlockSize)
 
 // litTagBits is the bits of hash that zl_cseed keeps below an entry's
 // position + 1 for chunks of chunkBytes.
@@ -195,10 +192,11 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {
-		if err := d.fn.litChunkSeed.Launch(int(min(litChunkSeedParts*nChunks, litChunkSeedCTAs)), 1, 1,
-			litChunkSeedThreads, 1, 1, litChunkPartBytes(tb), s,
+		parts := int64(d.chunkParts)
+		if err := d.fn.litChunkSeed.Launch(int(min(parts*nChunks, litChunkSeedCTAs)), 1, 1,
+			litChunkSeedThreads, 1, 1, litChunkPartBytes(tb, d.chunkParts), s,
 			args(src, cb, cu.DevicePtr(bpc), cu.DevicePtr(nChunks), nonfill, lit.seed, key, cu.DevicePtr(tb),
-				cu.DevicePtr(litTagBits(chunkBytes)))); err != nil {
+				cu.DevicePtr(litTagBits(chunkBytes)), cu.DevicePtr(parts))); err != nil {
 			return fmt.Errorf("launch zstd chunk seeds: %w", err)
 		}
 	}

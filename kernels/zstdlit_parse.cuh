@@ -503,11 +503,25 @@ template <bool Measure> struct PendingSeed {
 	}
 };
 
-// The chunk table (zl_cseed) is split by its hash's top kCSeedPartBits
-// bits into parts, one a CTA in shared memory: every CTA of a chunk hashes
-// all of the chunk's positions and looks up and inserts those of its part.
-constexpr uint32_t kCSeedPartBits = 2;
-constexpr uint32_t kCSeedParts = 1u << kCSeedPartBits;
+// ChunkPart is one of parts parts of the chunk table (zl_cseed), one a
+// CTA in shared memory: the hashes h with h*parts >> bits == part, which
+// are those from first(part) up to first(part + 1), at index h -
+// first(part). Every CTA of a chunk hashes all of the chunk's positions and
+// looks up and inserts those of its part. (A table of 2^bits entries
+// needs h*parts below 2^32: bits ≤ 27 for 16 parts.)
+struct ChunkPart {
+	uint32_t bits, part, parts, lo, size;
+	__device__ __forceinline__ uint32_t first(uint32_t p) const
+	{
+		return (uint32_t)((((uint64_t)p << bits) + parts - 1) / parts);
+	}
+	__device__ __forceinline__ ChunkPart(uint32_t b, uint32_t p, uint32_t n) : bits(b), part(p), parts(n)
+	{
+		lo = first(p);
+		size = first(p + 1) - lo;
+	}
+	__device__ __forceinline__ bool holds(uint32_t h) const { return (h * parts) >> bits == part; }
+};
 
 // chunk_word is bytes j..j+3 of the n bytes at p, little-endian, those
 // from n on read as 0 and never loaded.
@@ -547,8 +561,8 @@ struct ChunkKeys {
 
 // chunk_seed_block is zl_cseed's look-up for the block of n bytes at
 // cs + off: every position eligible in its segment whose seed is empty
-// and whose hash lies in the CTA's part takes the part's entry (tab, of
-// pb bits) when the entry's tag is the position's. The key bytes are not
+// and whose hash lies in the CTA's part (cp) takes the part's entry (tab)
+// when the entry's tag is the position's. The key bytes are not
 // compared here: the parse measures the match of every seed it is
 // handed, and one whose key bytes differ (a chance of one in 2^tb among
 // those whose hash agrees) comes out shorter than the key, so the parse
@@ -556,7 +570,7 @@ struct ChunkKeys {
 // seed. Comparing here would load each entry's bytes twice.
 __device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, uint32_t n,
                                  uint32_t *__restrict__ out, uint32_t key, uint32_t hm, uint32_t bits, uint32_t tb,
-                                 uint32_t part, uint32_t pb, const uint32_t *tab)
+                                 const ChunkPart &cp, const uint32_t *tab)
 {
 	for (uint32_t i0 = kCSeedRun * threadIdx.x; i0 + key <= n; i0 += kCSeedRun * kCSeedThreads) {
 		const ChunkKeys k(cs + off, i0, n, hm);
@@ -567,14 +581,14 @@ __device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, u
 			const uint32_t i = i0 + r;
 			const uint32_t seg_end = (i / kSeg + 1) * kSeg < n ? (i / kSeg + 1) * kSeg : n;
 			h[r] = tagged_hash(k.lo[r], k.hi[r], bits, tb, tag[r]);
-			want[r] = i + key <= seg_end && h[r] >> pb == part;
+			want[r] = i + key <= seg_end && cp.holds(h[r]);
 		}
 #pragma unroll
 		for (uint32_t r = 0; r < kCSeedRun; r++)
 			want[r] = want[r] && out[off + i0 + r] == kNoSeed;
 #pragma unroll
 		for (uint32_t r = 0; r < kCSeedRun; r++)
-			c[r] = want[r] ? tab[h[r] & ((1u << pb) - 1)] : 0;
+			c[r] = want[r] ? tab[h[r] - cp.lo] : 0;
 #pragma unroll
 		for (uint32_t r = 0; r < kCSeedRun; r++)
 			if (c[r] != 0 && (c[r] & ((1u << tb) - 1)) == tag[r])
@@ -587,7 +601,7 @@ __device__ void chunk_seed_block(const uint8_t *__restrict__ cs, uint32_t off, u
 // position + 1 above tb bits of tag, so that atomicMax keeps the latest.
 __device__ __forceinline__ void chunk_insert_block(const uint8_t *__restrict__ cs, uint32_t off, uint32_t n,
                                                    uint32_t key, uint32_t hm, uint32_t bits, uint32_t tb,
-                                                   uint32_t part, uint32_t pb, uint32_t *tab)
+                                                   const ChunkPart &cp, uint32_t *tab)
 {
 	for (uint32_t i0 = kCSeedRun * threadIdx.x; i0 + key <= n; i0 += kCSeedRun * kCSeedThreads) {
 		const ChunkKeys k(cs + off, i0, n, hm);
@@ -595,8 +609,8 @@ __device__ __forceinline__ void chunk_insert_block(const uint8_t *__restrict__ c
 		for (uint32_t r = 0; r < kCSeedRun; r++) {
 			uint32_t tag;
 			const uint32_t h = tagged_hash(k.lo[r], k.hi[r], bits, tb, tag);
-			if (i0 + r + key <= n && h >> pb == part)
-				atomicMax(&tab[h & ((1u << pb) - 1)], (off + i0 + r + 1) << tb | tag);
+			if (i0 + r + key <= n && cp.holds(h))
+				atomicMax(&tab[h - cp.lo], (off + i0 + r + 1) << tb | tag);
 		}
 	}
 }

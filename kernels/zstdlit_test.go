@@ -207,12 +207,37 @@ func TestLitKernelsSeedChunksOfABlockAndAHalfAtLevel3(t *testing.T) {
 			chunks = append(chunks, ch[off:off+(192<<10)])
 		}
 	}
-	for len(chunks) < litChunkSeedCTAs/litChunkSeedParts+40 {
+	for len(chunks) < litChunkSeedCTAs/d.chunkParts+40 {
 		chunks = append(chunks, chunks[len(chunks)%7])
 	}
 	opt := zstdlit.Options{Level: 3}
 	sameAsReference(t, fmt.Sprintf("%d camera chunks of 192 KiB at level 3", len(chunks)), chunks,
 		encodeOnGPU(t, d, chunks, opt), opt)
+}
+
+// The host splits level 3's chunk table into as few parts as the GPU's
+// shared memory allows (three on an H100, four on an A100): every split
+// must give each position the same chunk seed, so a GPU with less shared
+// memory writes the same bytes.
+func TestLitKernelsWriteTheSameBytesWhateverTheChunkTablesParts(t *testing.T) {
+	d := openDevice(t)
+	cams := synth.Cameras(512, 512) // a batch a camera: one chunk size a batch
+	opt := zstdlit.Options{Level: 3}
+	fewest := d.chunkParts
+	t.Cleanup(func() { _ = d.do(func() error { d.chunkParts = fewest; return nil }) })
+	for _, parts := range []int{fewest, 4, 5, 7, litMaxChunkParts} {
+		if parts < fewest {
+			continue // more shared memory a CTA than the GPU grants
+		}
+		if err := d.do(func() error { d.chunkParts = parts; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for _, cam := range cams {
+			chunks := cam.ZarrChunks()
+			sameAsReference(t, fmt.Sprintf("%s's %d chunks at level 3, the chunk table in %d parts", cam.Name, len(chunks), parts),
+				chunks, encodeOnGPU(t, d, chunks, opt), opt)
+		}
+	}
 }
 
 func TestLitKernelsAppendTheXXH64ChecksumWhenAsked(t *testing.T) {
