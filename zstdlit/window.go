@@ -144,20 +144,20 @@ func (o WindowOptions) withDefaults() WindowOptions {
 }
 
 // dense is o for the frame of src: its dense rung's fields in place of
-// its own when src's first block is under the rung's entropy, the bounds
-// of withDefaults kept.
+// its own when src's first block is under the rung's entropy, within
+// withDefaults' bounds.
 func (o WindowOptions) dense(src []byte) WindowOptions {
 	d := o.Dense
 	if d.Entropy == 0 || len(src) == 0 || entropy(src[:min(len(src), MaxBlockSize)]) >= d.Entropy {
 		return o
 	}
 	if d.MinMatch != 0 {
-		o.MinMatch = min(max(d.MinMatch, 4), 8)
+		o.MinMatch = d.MinMatch
 	}
 	if d.SearchStrength != 0 {
-		o.SearchStrength = min(max(d.SearchStrength, 1), 30)
+		o.SearchStrength = d.SearchStrength
 	}
-	return o
+	return o.withDefaults()
 }
 
 // windowLimit is the farthest a match reaches in a frame that is not

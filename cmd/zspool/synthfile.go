@@ -27,6 +27,9 @@ type frameSource struct {
 	file           string
 }
 
+// dataSets are the sets bench --data makes, as its errors name them.
+const dataSets = "camera, dim, flat, 8bit, 8bit-saturated"
+
 // newFrameSource reads --data for frames of side×side pixels.
 func newFrameSource(data string, side int64) (*frameSource, error) {
 	w := int(side)
@@ -52,10 +55,10 @@ func newFrameSource(data string, side int64) (*frameSource, error) {
 		return &frameSource{name: "mix", describe: "the bench mix: gaussian, uniform and constant 12-bit frames in turn", dtype: "uint16", elem: 2,
 			fill: func(dst []byte, t int64) { synth.FillFrame(dst, synth.Mixed(t), uint64(t)) }}, nil
 	case "":
-		return nil, fmt.Errorf("empty: want camera, dim, flat, 8bit, 8bit-saturated, mix or a raw file")
+		return nil, fmt.Errorf("empty: want %s, mix or a raw file", dataSets)
 	}
 	if _, err := os.Stat(data); err != nil {
-		return nil, fmt.Errorf("%q is not camera, dim, flat, 8bit, 8bit-saturated or mix, nor a raw file: %w", data, err)
+		return nil, fmt.Errorf("%q is not %s or mix, nor a raw file: %w", data, dataSets, err)
 	}
 	return &frameSource{name: filepath.Base(data), describe: "frames of " + data, dtype: "uint16", elem: 2, file: data}, nil
 }
