@@ -96,7 +96,7 @@ struct SeqCounts {
 struct SeqSegment {
 	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
 	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as SeqShared::t
-	uint32_t tr[3][kSlotSeqs];
+	uint2 tr[3][kSlotSeqs];
 	uint16_t sv[3][kSlotSeqs];
 };
 
@@ -167,6 +167,11 @@ __device__ void build_seq_table(SeqTable &T, uint8_t *spread, const uint32_t *co
 		T.mode = 1;
 		T.ncount[0] = (uint8_t)only;
 		T.ncountLen = 1;
+		// The symbol's transform puts out no bits from any state below
+		// 2^16, so that seq_bits needs no branch for an RLE stream (whose
+		// chain never runs and records no states).
+		T.deltaNbBits[only] = 0;
+		T.deltaFind[only] = 0;
 		return;
 	}
 	T.rle = 0;
@@ -200,20 +205,30 @@ __device__ __forceinline__ uint32_t warp_excl_scan(uint32_t v, unsigned lane, ui
 	return x - v;
 }
 
-// seq_transform packs symbol s's transform for the state chain in one
-// word: deltaNbBits (below 10 << 16, so 20 bits) above deltaFind + 1024
-// (in [512, 1536): 11 bits). The lanes fill a segment's transforms before
-// the chain runs, which then loads one word a step.
-__device__ __forceinline__ uint32_t seq_transform(const SeqTable &T, uint32_t s)
+// seq_transform is symbol s's transform for the state chain: deltaNbBits,
+// and the shared-memory address of the state table's entry deltaFind, so
+// that a step finds its next state's address in one multiply-add. The
+// lanes fill a segment's transforms before the chain runs, which then
+// loads one pair a step.
+__device__ __forceinline__ uint2 seq_transform(const SeqTable &T, uint32_t s)
 {
-	return T.deltaNbBits[s] << 11 | (uint32_t)(T.deltaFind[s] + 1024);
+	const uint32_t table = (uint32_t)__cvta_generic_to_shared(T.state);
+	return make_uint2(T.deltaNbBits[s], table + (uint32_t)(2 * T.deltaFind[s]));
+}
+
+// lds_u16 loads the 16-bit word at shared-memory address a.
+__device__ __forceinline__ uint32_t lds_u16(uint32_t a)
+{
+	uint16_t v;
+	asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
+	return v;
 }
 
 // seq_nbits is the number of bits a stream in state st puts out for the
 // symbol of transform tr: FSE's nbBitsOut.
-__device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint32_t tr)
+__device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint2 tr)
 {
-	return (st + (tr >> 11)) >> 16;
+	return (st + tr.x) >> 16;
 }
 
 // seq_states runs one stream's FSE state over a segment's k sequences,
@@ -223,7 +238,7 @@ __device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint32_t tr)
 // one. The chain is serial, one lane a stream, so it does only what the
 // next state needs; the bits each state puts out are worked out by the
 // whole warp afterwards (seq_bits).
-__device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_t *tr, uint16_t *sv, uint32_t k,
+__device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint2 *tr, uint16_t *sv, uint32_t k,
                            uint32_t &st, bool started)
 {
 	int j = (int)k - 1;
@@ -235,10 +250,10 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_
 		return;
 #pragma unroll 4
 	for (; j >= 0; j--) {
-		const uint32_t w = tr[j];
+		const uint2 w = tr[j];
 		const uint32_t nbOut = seq_nbits(st, w);
 		sv[j] = (uint16_t)st;
-		st = T.state[(int32_t)((st >> nbOut) + (w & 2047u)) - 1024];
+		st = lds_u16((st >> nbOut) * 2 + w.y);
 	}
 }
 
@@ -246,19 +261,20 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_
 // then the LL, ML and OF extra bits), and their count in n: the states
 // and the LL extra bits (at most 42) in the value, the ML and OF extra
 // bits (at most 26) in hi, their count in nhi. init marks the block's last
-// sequence, whose states put out nothing.
+// sequence, whose states put out nothing. An RLE stream's states are never
+// recorded, but its transform (build_seq_table) puts out nothing from any
+// 16-bit value, so the lanes take one path.
 __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, bool init, uint32_t &n, uint32_t &hi,
                                              uint32_t &nhi)
 {
 	const uint32_t llc = S.g.code[0][j], ofc = S.g.code[1][j], mlc = S.g.code[2][j];
-	uint32_t nb[3] = {0, 0, 0}, val[3] = {0, 0, 0};
+	uint32_t nb[3], val[3];
 #pragma unroll
-	for (int x = 0; x < 3; x++)
-		if (!init && !S.t[x].rle) {
-			const uint32_t st = S.g.sv[x][j];
-			nb[x] = seq_nbits(st, S.g.tr[x][j]);
-			val[x] = st & ((1u << nb[x]) - 1);
-		}
+	for (int x = 0; x < 3; x++) {
+		const uint32_t st = S.g.sv[x][j];
+		nb[x] = init ? 0 : seq_nbits(st, S.g.tr[x][j]);
+		val[x] = st & ((1u << nb[x]) - 1);
+	}
 	uint64_t v = val[1];
 	uint32_t at = nb[1];
 	v |= (uint64_t)val[2] << at;
@@ -470,7 +486,9 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		__syncwarp();
 		const uint32_t tail = S.stage[full];
 		__syncwarp();
-		for (uint32_t i = lane; i < kSeqStageWords; i += 32)
+		// No bit lies past word full, so the words above it are still
+		// zero.
+		for (uint32_t i = lane; i <= full; i += 32)
 			S.stage[i] = i == 0 ? tail : 0;
 		stage0 += full;
 	}
