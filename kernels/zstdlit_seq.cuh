@@ -89,8 +89,8 @@ struct SeqCounts {
 	uint8_t spread[3][512];
 };
 
-// SeqSegment is the second pass's, one segment's sequences at a time:
-// their values and codes, each code's transform (seq_transform), then
+// SeqSegment is the second pass's, a batch of whole segments' sequences
+// at a time (seq_code_batch): their values and codes, each code's transform (seq_transform), then
 // each stream's state before each sequence, from which the bits it puts
 // out follow.
 struct SeqSegment {
@@ -327,6 +327,65 @@ struct SlotRegs {
 	}
 };
 
+// SeqChain is what carries from one batch of a block's sequences to the
+// next: the stream's state on lanes 0 to 2, the bits put out, the stage's
+// first word's place in the section, and whether the chain has started.
+struct SeqChain {
+	uint32_t st, bits, stage0;
+	bool started;
+};
+
+// seq_code_batch codes the batch of sequences in S.g's entries pos to
+// kSlotSeqs, last first: the state chains, the bits placed in the stage
+// by the warp, and the stage's complete words flushed to w.
+__device__ void seq_code_batch(SeqShared &S, const SeqTable &T, uint32_t pos, const BitOut &w, SeqChain &c,
+                               unsigned lane)
+{
+	const uint32_t k = kSlotSeqs - pos;
+	__syncwarp();
+	if (lane < 3)
+		seq_states(T, S.g.code[lane] + pos, S.g.tr[lane] + pos, S.g.sv[lane] + pos, k, c.st, c.started);
+	const bool first = !c.started;
+	c.started = true;
+	__syncwarp();
+	for (uint32_t e0 = 0; e0 < k; e0 += 32) {
+		const uint32_t e = e0 + lane;
+		uint64_t v = 0;
+		uint32_t nv = 0, hi = 0, nhi = 0;
+		if (e < k)
+			v = seq_bits(S, kSlotSeqs - 1 - e, first && e == 0, nv, hi, nhi);
+		uint32_t total;
+		const uint32_t at = c.bits + warp_excl_scan(nv + nhi, lane, total) - 32 * c.stage0;
+		if (nv != 0)
+			stage_or(S.stage, at, v, nv);
+		if (nhi != 0)
+			stage_or(S.stage, at + nv, hi, nhi);
+		c.bits += total;
+	}
+	__syncwarp();
+	// Flush the complete words.
+	const uint32_t full = c.bits / 32 - c.stage0;
+	uint8_t *dst = w.out + S.hdr + 4 * c.stage0;
+	// Bytes past the room are never written; the section then does not
+	// fit, which lane 0 finds from its final length.
+	const uint32_t used = S.hdr + 4 * c.stage0;
+	const uint32_t room = w.limit > used ? w.limit - used : 0;
+	for (uint32_t i = lane; i < full; i += 32) {
+		const uint32_t x = S.stage[i];
+		for (uint32_t b = 0; b < 4; b++)
+			if (4 * i + b < room)
+				dst[4 * i + b] = (uint8_t)(x >> (8 * b));
+	}
+	__syncwarp();
+	const uint32_t tail = S.stage[full];
+	__syncwarp();
+	// No bit lies past word full, so the words above it are still zero.
+	for (uint32_t i = lane; i <= full; i += 32)
+		S.stage[i] = i == 0 ? tail : 0;
+	c.stage0 += full;
+	__syncwarp();
+}
+
 // seq_block writes block bi's sequences section after where its literals
 // will be packed in lit (zstdlit's appendSequences), and records in the
 // block whether the matches are kept: only when the section fits in the
@@ -420,9 +479,14 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	// The three FSE states run serially, each on its own lane (x: LL, OF,
 	// ML); the bits are then placed in parallel: a warp scan over the
 	// sequences' bit counts gives each one its place in the stream.
-	uint32_t st = 0, bits = 0, stage0 = 0;
-	bool started = false;
+	SeqChain c{0, 0, 0, false};
 	const SeqTable &T = S.t[lane < 3 ? lane : 0];
+	// Segments are gathered, last first, into a batch at the top of S.g
+	// (entries pos to kSlotSeqs) until the next would not fit, and a batch
+	// is coded at once: most segments hold a few dozen sequences, and the
+	// chain, the bits' placing and the flush each cost the warp as much
+	// for a few as for a full batch.
+	uint32_t pos = kSlotSeqs;
 	cur.load(seqBuf, side, g0, nsegs - 1, meta_nseq(S.meta[nsegs - 1]), lane);
 	for (int s = (int)nsegs - 1; s >= 0; s--) {
 		const uint32_t k = meta_nseq(S.meta[s]);
@@ -431,7 +495,11 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			cur.load(seqBuf, side, g0, s - 1, meta_nseq(S.meta[s - 1]), lane);
 		if (k == 0)
 			continue;
-		__syncwarp();
+		if (k > pos) {
+			seq_code_batch(S, T, pos, w, c, lane);
+			pos = kSlotSeqs;
+		}
+		pos -= k;
 #pragma unroll
 		for (uint32_t r = 0; r < kSlotRounds; r++) {
 			const uint32_t j = lane + 32 * r, q = here.q[r];
@@ -439,59 +507,21 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 				continue;
 			const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q);
 			const uint32_t ov = here.ov(r);
-			S.g.ll[j] = ll;
-			S.g.ml[j] = ml;
-			S.g.ov[j] = ov;
-			const uint32_t c[3] = {ll_code(ll), (uint32_t)high_bit(ov), ml_code(ml)};
+			const uint32_t i = pos + j;
+			S.g.ll[i] = ll;
+			S.g.ml[i] = ml;
+			S.g.ov[i] = ov;
+			const uint32_t cd[3] = {ll_code(ll), (uint32_t)high_bit(ov), ml_code(ml)};
 #pragma unroll
 			for (int x = 0; x < 3; x++) {
-				S.g.code[x][j] = (uint8_t)c[x];
-				S.g.tr[x][j] = seq_transform(S.t[x], c[x]);
+				S.g.code[x][i] = (uint8_t)cd[x];
+				S.g.tr[x][i] = seq_transform(S.t[x], cd[x]);
 			}
 		}
-		__syncwarp();
-		if (lane < 3)
-			seq_states(T, S.g.code[lane], S.g.tr[lane], S.g.sv[lane], k, st, started);
-		const bool first = !started;
-		started = true;
-		__syncwarp();
-		for (uint32_t e0 = 0; e0 < k; e0 += 32) {
-			const uint32_t e = e0 + lane;
-			uint64_t v = 0;
-			uint32_t nv = 0, hi = 0, nhi = 0;
-			if (e < k)
-				v = seq_bits(S, k - 1 - e, first && e == 0, nv, hi, nhi);
-			uint32_t total;
-			const uint32_t at = bits + warp_excl_scan(nv + nhi, lane, total) - 32 * stage0;
-			if (nv != 0)
-				stage_or(S.stage, at, v, nv);
-			if (nhi != 0)
-				stage_or(S.stage, at + nv, hi, nhi);
-			bits += total;
-		}
-		__syncwarp();
-		// Flush the complete words.
-		const uint32_t full = bits / 32 - stage0;
-		uint8_t *dst = w.out + S.hdr + 4 * stage0;
-		// Bytes past the room are never written; the section then does not
-		// fit, which lane 0 finds from its final length.
-		const uint32_t used = S.hdr + 4 * stage0;
-		const uint32_t room = w.limit > used ? w.limit - used : 0;
-		for (uint32_t i = lane; i < full; i += 32) {
-			const uint32_t x = S.stage[i];
-			for (uint32_t b = 0; b < 4; b++)
-				if (4 * i + b < room)
-					dst[4 * i + b] = (uint8_t)(x >> (8 * b));
-		}
-		__syncwarp();
-		const uint32_t tail = S.stage[full];
-		__syncwarp();
-		// No bit lies past word full, so the words above it are still
-		// zero.
-		for (uint32_t i = lane; i <= full; i += 32)
-			S.stage[i] = i == 0 ? tail : 0;
-		stage0 += full;
 	}
+	if (pos < kSlotSeqs)
+		seq_code_batch(S, T, pos, w, c, lane);
+	const uint32_t st = c.st, bits = c.bits, stage0 = c.stage0;
 	__syncwarp();
 	if (lane == 0) {
 		// Lane 0 writes the rest: the final states and the closing bit.
