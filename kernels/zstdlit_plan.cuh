@@ -197,32 +197,51 @@ __device__ __forceinline__ uint32_t fse_init_state(const uint16_t *state, const 
 	return state[(int32_t)(v >> nbOut) + deltaFind[s]];
 }
 
-// fse_encode_states appends the two-state FSE bitstream of ws to out at
-// len, with the state table the decoder builds from norm, and returns the
-// new length. zstdlit's fseEncodeWith after the description.
-__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
-                                      uint32_t len)
-{
+// FseScratch is fse_encode_states' encoding table, in shared memory: in
+// a thread's local memory, which its indexing by state and symbol put it
+// in, every step of the chain waited on local loads, and the two threads
+// coding the weights held the CTA's other warps at the barrier after them
+// for a quarter of zl_plan's stall samples (H100, flat fields).
+struct FseScratch {
 	uint8_t spread[64];
-	uint16_t stateTable[64];
+	uint16_t state[64];
 	uint32_t deltaNbBits[kMaxWeight];
 	int32_t deltaFind[kMaxWeight];
-	fse_build_ctable(norm, maxSym, log, spread, stateTable, deltaNbBits, deltaFind);
-	auto initState = [&](int s) { return fse_init_state(stateTable, deltaNbBits, deltaFind, s); };
+};
+
+// fse_weight_step codes symbol s from state x: its bits to w, then the
+// next state.
+__device__ __forceinline__ void fse_weight_step(const FseScratch &F, uint32_t &x, int s, BitOut &w)
+{
+	const uint32_t nbOut = (x + F.deltaNbBits[s]) >> 16;
+	w.add(x, nbOut);
+	x = F.state[(int32_t)(x >> nbOut) + F.deltaFind[s]];
+}
+
+// fse_encode_states appends the two-state FSE bitstream of ws to out at
+// len, with the state table the decoder builds from norm, and returns the
+// new length. zstdlit's fseEncodeWith after the description. The states
+// take the symbols in turn, the last symbol's state first.
+__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
+                                      uint32_t len, FseScratch &F)
+{
+	fse_build_ctable(norm, maxSym, log, F.spread, F.state, F.deltaNbBits, F.deltaFind);
 	BitOut w{out, len, UINT32_MAX, 0, 0, false}; // the caller sized out
-	uint32_t st[2];
 	const int n = nws;
-	st[(n - 1) & 1] = initState(ws[n - 1]);
-	st[(n - 2) & 1] = initState(ws[n - 2]);
-	for (int i = n - 3; i >= 0; i--) {
-		const int s = ws[i];
-		uint32_t &x = st[i & 1];
-		const uint32_t nbOut = (x + deltaNbBits[s]) >> 16;
-		w.add(x, nbOut);
-		x = stateTable[(int32_t)(x >> nbOut) + deltaFind[s]];
+	// a takes symbols n-1, n-3, ...; b takes n-2, n-4, ...
+	uint32_t a = fse_init_state(F.state, F.deltaNbBits, F.deltaFind, ws[n - 1]);
+	uint32_t b = fse_init_state(F.state, F.deltaNbBits, F.deltaFind, ws[n - 2]);
+	int i = n - 3;
+	for (; i >= 1; i -= 2) {
+		fse_weight_step(F, a, ws[i], w);
+		fse_weight_step(F, b, ws[i - 1], w);
 	}
-	w.add(st[1], (uint32_t)log);
-	w.add(st[0], (uint32_t)log);
+	if (i == 0)
+		fse_weight_step(F, a, ws[0], w);
+	// The state of odd symbols first, then of even ones.
+	const bool aOdd = ((n - 1) & 1) != 0;
+	w.add(aOdd ? a : b, (uint32_t)log);
+	w.add(aOdd ? b : a, (uint32_t)log);
 	w.close();
 	return w.len;
 }
@@ -230,12 +249,13 @@ __device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *nor
 // fse_weights writes the table description and two-state bitstream of ws
 // with accuracy log `log` into out (room for 256 bytes) and returns its
 // length. count/maxSym are the weights' histogram and largest weight.
-__device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out)
+__device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out,
+                                FseScratch &F)
 {
 	int norm[kMaxWeight];
 	fse_normalize(count, maxSym, log, norm);
 	const uint32_t len = fse_write_ncount(norm, maxSym, log, out);
-	return fse_encode_states(ws, nws, norm, maxSym, log, out, len);
+	return fse_encode_states(ws, nws, norm, maxSym, log, out, len, F);
 }
 
 // ---------------------------------------------------------------------------
@@ -254,6 +274,7 @@ struct PlanShared {
 	uint8_t nb[256];                     // code length per symbol
 	uint8_t ws[256];                     // weights of symbols 0..maxSym-1
 	uint8_t fse[2][264];                 // FSE descriptions, logs 5 and 6
+	FseScratch fseTable[2];              // their encoding tables
 	uint32_t fseLen[2];
 	uint32_t bits[4];
 	uint32_t wcount[kMaxWeight];
@@ -465,7 +486,7 @@ __device__ bool tree_candidates(PlanShared &S, uint32_t l)
 	const bool fsePossible = nws >= 2 && distinct >= 2;
 	if (fsePossible && (tid == 0 || tid == 32)) {
 		const int i = tid == 0 ? 0 : 1;
-		S.fseLen[i] = fse_weights(S.ws, nws, S.wcount, maxW, 5 + i, S.fse[i]);
+		S.fseLen[i] = fse_weights(S.ws, nws, S.wcount, maxW, 5 + i, S.fse[i], S.fseTable[i]);
 	}
 	__syncthreads();
 	return fsePossible;
