@@ -61,13 +61,14 @@ constexpr int kMaxFSESymbols = 53;
 
 // fse_normalize spreads 1<<log over the present symbols 0..maxSym: one
 // each, the rest in proportion to the counts by largest remainder (ties to
-// the smaller symbol). zstdlit's normalize. norm holds maxSym+1 entries.
-__device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *norm)
+// the smaller symbol). zstdlit's normalize. norm and rem (scratch) hold
+// maxSym+1 entries; the callers keep them in shared memory, as an array a
+// thread indexes at run time would live in its local memory.
+__device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *norm, uint32_t *rem)
 {
 	// 32-bit arithmetic is exact here: a count is at most a block's 2^17
 	// bytes and the rest at most 2^9, so their product stays below 2^26
 	// (a 64-bit division costs the GPU a long software routine).
-	uint32_t rem[kMaxFSESymbols];
 	uint32_t total = 0;
 	int present = 0;
 	for (int s = 0; s <= maxSym; s++) {
@@ -155,8 +156,9 @@ __device__ uint32_t fse_write_ncount(const int *norm, int maxSym, int log, uint8
 // fse_build_ctable builds the FSE encoding table for norm (symbols
 // 0..maxSym, table log log), zstd's FSE_buildCTable: state holds, symbol by
 // symbol, the states the decoder's spread gives it; deltaNbBits and
-// deltaFind are each symbol's transform. spread is scratch of 1 << log.
-__device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *spread, uint16_t *state,
+// deltaFind are each symbol's transform. spread (1 << log entries) and
+// next (maxSym+1) are scratch.
+__device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *spread, int *next, uint16_t *state,
                                  uint32_t *deltaNbBits, int32_t *deltaFind)
 {
 	const int size = 1 << log;
@@ -167,7 +169,6 @@ __device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *
 			spread[pos] = (uint8_t)s;
 			pos = (pos + step) & mask;
 		}
-	int next[kMaxFSESymbols];
 	int cum = 0;
 	for (int s = 0; s <= maxSym; s++) {
 		next[s] = cum;
@@ -203,6 +204,9 @@ __device__ __forceinline__ uint32_t fse_init_state(const uint16_t *state, const 
 // coding the weights held the CTA's other warps at the barrier after them
 // for a quarter of zl_plan's stall samples (H100, flat fields).
 struct FseScratch {
+	int norm[kMaxWeight];
+	uint32_t rem[kMaxWeight];
+	int next[kMaxWeight];
 	uint8_t spread[64];
 	uint16_t state[64];
 	uint32_t deltaNbBits[kMaxWeight];
@@ -225,7 +229,7 @@ __device__ __forceinline__ void fse_weight_step(const FseScratch &F, uint32_t &x
 __device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
                                       uint32_t len, FseScratch &F)
 {
-	fse_build_ctable(norm, maxSym, log, F.spread, F.state, F.deltaNbBits, F.deltaFind);
+	fse_build_ctable(norm, maxSym, log, F.spread, F.next, F.state, F.deltaNbBits, F.deltaFind);
 	BitOut w{out, len, UINT32_MAX, 0, 0, false}; // the caller sized out
 	const int n = nws;
 	// a takes symbols n-1, n-3, ...; b takes n-2, n-4, ...
@@ -252,10 +256,9 @@ __device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *nor
 __device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out,
                                 FseScratch &F)
 {
-	int norm[kMaxWeight];
-	fse_normalize(count, maxSym, log, norm);
-	const uint32_t len = fse_write_ncount(norm, maxSym, log, out);
-	return fse_encode_states(ws, nws, norm, maxSym, log, out, len, F);
+	fse_normalize(count, maxSym, log, F.norm, F.rem);
+	const uint32_t len = fse_write_ncount(F.norm, maxSym, log, out);
+	return fse_encode_states(ws, nws, F.norm, maxSym, log, out, len, F);
 }
 
 // ---------------------------------------------------------------------------

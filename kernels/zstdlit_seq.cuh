@@ -82,11 +82,22 @@ struct SeqTable {
 constexpr uint32_t kSeqMaxBits = 68;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
 
+// FseWork is one table's scratch while it is built: the normalized
+// counts and fse_normalize's and fse_build_ctable's arrays. In a thread's
+// local memory, where arrays indexed at run time go, each of their loads
+// waited on the cache.
+struct FseWork {
+	int norm[kMaxSeqSyms];
+	uint32_t rem[kMaxSeqSyms];
+	int next[kMaxSeqSyms];
+};
+
 // SeqCounts is the first pass's: the codes' histograms and the tables'
-// spread scratch, dead once the tables are built.
+// scratch, dead once the tables are built.
 struct SeqCounts {
 	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
 	uint8_t spread[3][512];
+	FseWork work[3];
 };
 
 // SeqSegment is the second pass's, a batch of whole segments' sequences
@@ -152,8 +163,8 @@ __device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
 
 // build_seq_table is seqCoder.plan and newFSETable: the mode, the table
 // description and the encoding table for one code stream. One thread.
-__device__ void build_seq_table(SeqTable &T, uint8_t *spread, const uint32_t *count, int alphabet, int maxLog,
-                                uint32_t nseq)
+__device__ void build_seq_table(SeqTable &T, uint8_t *spread, FseWork &W, const uint32_t *count, int alphabet,
+                                int maxLog, uint32_t nseq)
 {
 	int maxSym = 0, distinct = 0, only = 0;
 	for (int s = 0; s < alphabet; s++)
@@ -178,10 +189,9 @@ __device__ void build_seq_table(SeqTable &T, uint8_t *spread, const uint32_t *co
 	T.mode = 2;
 	const int log = seq_table_log(nseq, maxSym, maxLog);
 	T.log = (uint32_t)log;
-	int norm[kMaxSeqSyms];
-	fse_normalize(count, maxSym, log, norm);
-	T.ncountLen = fse_write_ncount(norm, maxSym, log, T.ncount);
-	fse_build_ctable(norm, maxSym, log, spread, T.state, T.deltaNbBits, T.deltaFind);
+	fse_normalize(count, maxSym, log, W.norm, W.rem);
+	T.ncountLen = fse_write_ncount(W.norm, maxSym, log, T.ncount);
+	fse_build_ctable(W.norm, maxSym, log, spread, W.next, T.state, T.deltaNbBits, T.deltaFind);
 }
 
 __device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s)
@@ -452,7 +462,8 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	// The three tables are built side by side, one lane each, on one path
 	// (three branches would run one after the other).
 	if (lane < 3)
-		build_seq_table(S.t[lane], S.c.spread[lane], lane == 0 ? S.c.hll : lane == 1 ? S.c.hof : S.c.hml,
+		build_seq_table(S.t[lane], S.c.spread[lane], S.c.work[lane],
+		                lane == 0 ? S.c.hll : lane == 1 ? S.c.hof : S.c.hml,
 		                lane == 0 ? kLLSyms : lane == 1 ? kOFSyms : kMLSyms, lane == 1 ? 8 : 9, nseq);
 	__syncwarp();
 	BitOut w{lit + chunk * chunk_bytes + off + S.nlit, 0, n - S.nlit, 0, 0, false};
