@@ -198,11 +198,13 @@ __device__ __forceinline__ uint32_t fse_init_state(const uint16_t *state, const 
 	return state[(int32_t)(v >> nbOut) + deltaFind[s]];
 }
 
-// FseScratch is fse_encode_states' encoding table, in shared memory: in
-// a thread's local memory, which its indexing by state and symbol put it
-// in, every step of the chain waited on local loads, and the two threads
-// coding the weights held the CTA's other warps at the barrier after them
-// for a quarter of zl_plan's stall samples (H100, flat fields).
+// FseScratch is fse_weights' scratch (the normalized counts, the largest
+// remainders, the builder's next states) and fse_encode_states' encoding
+// table, in shared memory: in a thread's local memory, which indexing
+// them at run time put them in, every step of the chain waited on local
+// loads, and the two threads coding the weights held the CTA's other
+// warps at the barrier after them for a quarter of zl_plan's stall
+// samples (H100, flat fields).
 struct FseScratch {
 	int norm[kMaxWeight];
 	uint32_t rem[kMaxWeight];
