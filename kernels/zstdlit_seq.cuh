@@ -337,6 +337,35 @@ struct SlotRegs {
 	}
 };
 
+// seq_gather puts segment s's k sequences (here; the first one's literal
+// length with the carry from before the segment added) into S.g's
+// entries from pos, with their codes and transforms, for seq_code_batch.
+// The codes are the first pass's again, worked out anew: a block's codes
+// (3 bytes a sequence, up to 26,000 sequences) would not fit beside the
+// warp's shared memory, and they are a few instructions a lane.
+__device__ __forceinline__ void seq_gather(SeqShared &S, const SlotRegs &here, uint32_t k, uint32_t pos, uint32_t s,
+                                           unsigned lane)
+{
+#pragma unroll
+	for (uint32_t r = 0; r < kSlotRounds; r++) {
+		const uint32_t j = lane + 32 * r, q = here.q[r];
+		if (j >= k)
+			continue;
+		const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q);
+		const uint32_t ov = here.ov(r);
+		const uint32_t i = pos + j;
+		S.g.ll[i] = ll;
+		S.g.ml[i] = ml;
+		S.g.ov[i] = ov;
+		const uint32_t cd[3] = {ll_code(ll), (uint32_t)high_bit(ov), ml_code(ml)};
+#pragma unroll
+		for (int x = 0; x < 3; x++) {
+			S.g.code[x][i] = (uint8_t)cd[x];
+			S.g.tr[x][i] = seq_transform(S.t[x], cd[x]);
+		}
+	}
+}
+
 // SeqChain is what carries from one batch of a block's sequences to the
 // next: the stream's state on lanes 0 to 2, the bits put out, the stage's
 // first word's place in the section, and whether the chain has started.
@@ -498,7 +527,6 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	else
 		seq_histograms_by_segment(S, seqBuf, side, g0, nsegs, lane);
 	__syncwarp();
-	SlotRegs cur;
 	const uint32_t nseq = S.nseq;
 	// The three tables are built side by side, one lane each, on one path
 	// (three branches would run one after the other).
@@ -539,6 +567,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	// chain, the bits' placing and the flush each cost the warp as much
 	// for a few as for a full batch.
 	uint32_t pos = kSlotSeqs;
+	SlotRegs cur;
 	cur.load(seqBuf, side, g0, nsegs - 1, meta_nseq(S.meta[nsegs - 1]), lane);
 	for (int s = (int)nsegs - 1; s >= 0; s--) {
 		const uint32_t k = meta_nseq(S.meta[s]);
@@ -552,37 +581,19 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 			pos = kSlotSeqs;
 		}
 		pos -= k;
-#pragma unroll
-		for (uint32_t r = 0; r < kSlotRounds; r++) {
-			const uint32_t j = lane + 32 * r, q = here.q[r];
-			if (j >= k)
-				continue;
-			const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q);
-			const uint32_t ov = here.ov(r);
-			const uint32_t i = pos + j;
-			S.g.ll[i] = ll;
-			S.g.ml[i] = ml;
-			S.g.ov[i] = ov;
-			const uint32_t cd[3] = {ll_code(ll), (uint32_t)high_bit(ov), ml_code(ml)};
-#pragma unroll
-			for (int x = 0; x < 3; x++) {
-				S.g.code[x][i] = (uint8_t)cd[x];
-				S.g.tr[x][i] = seq_transform(S.t[x], cd[x]);
-			}
-		}
+		seq_gather(S, here, k, pos, (uint32_t)s, lane);
 	}
 	if (pos < kSlotSeqs)
 		seq_code_batch(S, T, pos, w, c, lane);
-	const uint32_t st = c.st, bits = c.bits, stage0 = c.stage0;
 	__syncwarp();
 	if (lane == 0) {
 		// Lane 0 writes the rest: the final states and the closing bit.
-		w.len = S.hdr + 4 * stage0;
+		w.len = S.hdr + 4 * c.stage0;
 		w.acc = S.stage[0];
-		w.nbits = bits - 32 * stage0;
+		w.nbits = c.bits - 32 * c.stage0;
 	}
 	if (lane < 3)
-		S.fin[lane] = st;
+		S.fin[lane] = c.st;
 	__syncwarp();
 	if (lane == 0) {
 		if (!S.t[2].rle)
