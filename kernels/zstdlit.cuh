@@ -170,7 +170,9 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // rung on an array of known element size): a thread an even position, half the
 // threads, and the seeds written a grid position each (seed_index). It
 // issues in 58% of the cycles, not 83%: three 64 KiB tables an SM leave
-// it 24 warps, and they wait at the walk's barriers.
+// it 24 warps, and they wait at the walk's barriers. Its seeds also say
+// how many bytes before them agree with those before their position
+// (kSeedBack), for the parse's backward extension.
 namespace zl {
 template <bool Measure, uint32_t key, uint32_t bits, uint32_t grid>
 __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
@@ -216,7 +218,10 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		if (t < kWords)
 			seg[0][t] = word(0);
 		uint32_t next = word(zl::kSeg); // the following segment's word
-		zl::PendingSeed<Measure> pend; // thread t's position of the segment before
+		// On the even grid the parse extends matches backwards, and the
+		// seeds say how far (kSeedBack).
+		constexpr bool Back = Measure && grid > 1;
+		zl::PendingSeed<Measure, Back> pend; // thread t's position of the segment before
 		pend.none();
 		__syncthreads();
 		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
@@ -228,6 +233,9 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			const uint32_t w0 = sw[q >> 2], w1 = sw[(q >> 2) + 1], w2 = sw[(q >> 2) + 2];
 			const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r), hi = hi8 & hm;
 			const uint32_t m2 = Measure ? __funnelshift_r(w2, sw[(q >> 2) + 3], r) : 0;
+			// With Back, the 4 bytes before the position (those before the
+			// segment read as 0, and are not compared).
+			const uint32_t kb = Back ? __funnelshift_r(q >= 4 ? sw[(q >> 2) - 1] : 0, w0, r) : 0;
 			// The measure takes the position's first 12 bytes, the key check its key.
 			uint32_t tag;
 			const uint32_t h = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag);
@@ -235,7 +243,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			if (eligible) {
 				const uint32_t e = tab[h];
 				const uint32_t c = e != 0 && (e & kTagMask) == tag ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
-				pend.start(blk, c, (a + q) / grid, lo, Measure ? hi8 : hi, m2, len - q);
+				pend.start(blk, c, (a + q) / grid, lo, Measure ? hi8 : hi, m2, len - q, q, kb);
 			} else {
 				pend.none();
 			}
@@ -259,7 +267,11 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
 }
 
-extern "C" __global__ void __launch_bounds__(zl::kSeedThreads / 2)
+// Three CTAs an SM are what zl_seed2's 64 KiB table allows; told so, ptxas
+// gives it the registers its back count needs (72), where it otherwise
+// kept 48 and spilled 24 bytes: the seeds 0.07-0.1 ms a GiB slower than
+// with the bound (H100, two rounds side by side).
+extern "C" __global__ void __launch_bounds__(zl::kSeedThreads / 2, 3)
     zl_seed2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seed)
 {

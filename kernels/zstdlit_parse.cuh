@@ -103,7 +103,23 @@ constexpr uint32_t kNoSeed = 0xFFFFFFFFu;
 constexpr uint32_t kSeedLenShift = 24;
 constexpr uint32_t kSeedPosMask = (1u << kSeedLenShift) - 1;
 constexpr uint32_t kSeedMeasured = 12;
+constexpr uint32_t kSeedLenMask = 15; // kSeedMeasured fits 4 bits
 static_assert(kBlock <= kSeedPosMask, "a seed's position must fit below its length");
+static_assert(kSeedMeasured <= kSeedLenMask, "a seed's measured length must fit its field");
+// On the even grid a seed also carries, above its length, how many of the
+// bytes before it agree with those before its position: at most
+// kSeedBack, and no more than lie before the position in its segment or
+// before the candidate in the block, so a count below kSeedBack is exact
+// and kSeedBack means "that many, perhaps more". The parse extends a seed's
+// match backwards over them without loading them: that one-byte load of
+// global memory, the first the parse made of the candidate's bytes (whose
+// first ones zl_seed measured), was where zl_parse2 waited most, 24% of
+// its stall samples on bright cells and 12% on dim frames (Nsight Compute,
+// H100).
+constexpr uint32_t kSeedBackShift = 28;
+constexpr uint32_t kSeedBack = 4;
+static_assert(kSeedBack < 8 && (kSeedBack << kSeedBackShift) < (1u << 31),
+              "a seed's back count must fit below bit 31, which marks an earlier block's seed");
 constexpr uint32_t kSeedThreads = kSeg;  // zl_seed's CTA: a position of a segment each
 constexpr uint32_t kCSeedThreads = 1024; // zl_cseed's CTA
 // kSeedTagBits is the hash bits zl_seed keeps below a position + 1 (at
@@ -329,6 +345,10 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				look |= 1u << k;
 		uint32_t at = 0, l = 0, off = 0;
 		bool in_seg = true; // the match's candidate lies in the segment
+		// A seed's bytes before it known to agree (kSeedBackShift), and
+		// whether more may.
+		uint32_t back = 0;
+		bool back_more = true;
 		while (look != 0) {
 			at = (uint32_t)(__ffs(look) - 1);
 			look &= look - 1;
@@ -354,9 +374,11 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				// At the fast rung zl_seed's seeds come with their
 				// first bytes measured.
 				uint32_t c = sd, ls;
-				if (HB != kStrongHashBits && (int32_t)sd >= 0) {
+				const bool measured = HB != kStrongHashBits && (int32_t)sd >= 0;
+				if (measured) {
 					c = sd & kSeedPosMask;
-					const uint32_t known = sd >> kSeedLenShift;
+					// (only the grid's seeds carry more above the length)
+					const uint32_t known = G > 1 ? sd >> kSeedLenShift & kSeedLenMask : sd >> kSeedLenShift;
 					ls = known < kSeedMeasured || known == n - p ? known : seed_match_len(V, blk, c, p, n, known);
 				} else {
 					ls = seed_match_len(V, blk, c, p, n, 0);
@@ -365,6 +387,10 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 					l = ls;
 					off = a + p - c;
 					in_seg = false;
+					if constexpr (G > 1) {
+						back = measured ? sd >> kSeedBackShift : 0;
+						back_more = !measured || back == kSeedBack;
+					}
 				}
 			}
 			if (l >= mm)
@@ -401,8 +427,10 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				while (start > litStart && start - 1 >= off && V.byte(start - 1) == V.byte(start - 1 - off))
 					start--;
 			} else {
-				while (start > litStart && a + start - 1 >= off && V.byte(start - 1) == blk[a + start - 1 - off])
-					start--;
+				start -= back < start - litStart ? back : start - litStart;
+				if (back_more)
+					while (start > litStart && a + start - 1 >= off && V.byte(start - 1) == blk[a + start - 1 - off])
+						start--;
 			}
 		}
 		const uint32_t ll = start - litStart;
@@ -443,20 +471,25 @@ __device__ __forceinline__ uint32_t tagged_hash(uint32_t lo, uint32_t hi, uint32
 // compared with the position's in the next, so that the barriers between
 // never wait on those loads. A candidate whose key bytes differ is written
 // as kNoSeed; with Measure, one whose agree carries the length of its
-// match in its first kSeedMeasured bytes.
-template <bool Measure> struct PendingSeed {
+// match in its first kSeedMeasured bytes, and with Back also how many of
+// the bytes before it agree (kSeedBack).
+template <bool Measure, bool Back> struct PendingSeed {
+	static_assert(Measure || !Back, "PendingSeed: Back measures beside Measure");
 	uint32_t c, at;             // the candidate (kNoSeed for none) and its position; at kNoSeed: nothing pending
 	uint32_t lo, hi;            // the position's key (bytes 0-3, the rest masked by hm), with Measure its first 8 bytes
 	uint32_t m2;                // with Measure, the position's bytes 8-11
 	uint32_t cap;               // with Measure, the bytes left in the position's segment, at most kSeedMeasured
 	uint32_t x0, x1, x2, x3, r; // the aligned words around the candidate's first bytes, and its shift
+	uint32_t pb, xb, bcap;      // with Back: the 4 bytes before the position, the aligned word before x0, the bytes to compare
 	__device__ __forceinline__ void none() { at = kNoSeed; }
 	// start takes candidate c of position pos, whose key (or first 12
 	// bytes) is lo and hi (and m2) and which has left bytes to its
 	// segment's end, and loads the candidate's words as gword(blk+c),
-	// gword(blk+c+4) and, with Measure, gword(blk+c+8) do.
+	// gword(blk+c+4) and, with Measure, gword(blk+c+8) do. With Back,
+	// before is the bytes before the position in its segment and kb the 4
+	// bytes before it (those before the segment's start are not compared).
 	__device__ __forceinline__ void start(const uint8_t *__restrict__ blk, uint32_t cand, uint32_t pos, uint32_t klo,
-	                                      uint32_t khi, uint32_t k2, uint32_t left)
+	                                      uint32_t khi, uint32_t k2, uint32_t left, uint32_t before, uint32_t kb)
 	{
 		c = cand;
 		at = pos;
@@ -477,6 +510,14 @@ template <bool Measure> struct PendingSeed {
 		const uint32_t need = r / 8 + (Measure ? cap : 8);
 		x2 = need > 8 ? __ldg(w + 2) : 0;
 		x3 = Measure && need > 12 ? __ldg(w + 3) : 0;
+		if (Back) {
+			// The word before x0 only when a byte compared lies in it:
+			// those bytes are in the block, so it is in the allocation.
+			pb = kb;
+			bcap = before < cand ? before : cand;
+			bcap = bcap < kSeedBack ? bcap : kSeedBack;
+			xb = bcap > r / 8 ? __ldg(w - 1) : 0;
+		}
 	}
 	// finish writes the seed (hm masks the key's bytes of the second word).
 	__device__ __forceinline__ void finish(uint32_t *__restrict__ out, uint32_t hm) const
@@ -497,6 +538,12 @@ template <bool Measure> struct PendingSeed {
 				                   : d2 != 0 ? 8 + (uint32_t)(__ffs(d2) - 1) / 8
 				                             : 12;
 				s = c | (l < cap ? l : cap) << kSeedLenShift;
+				if (Back) {
+					// The bytes before agree from the top of the word down.
+					const uint32_t db = __funnelshift_r(xb, x0, r) ^ pb;
+					const uint32_t b = (uint32_t)__clz(db) / 8; // 4 when db is 0
+					s |= (b < bcap ? b : bcap) << kSeedBackShift;
+				}
 			}
 		}
 		out[at] = s;
