@@ -183,13 +183,21 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	constexpr uint32_t kWords = zl::kSegWords + (Measure ? 3 : 2);
 	static_assert(!Measure || zl::kSeedMeasured == 12, "zl_seed measures 12 bytes: three words and a shift");
 	constexpr uint32_t kThreads = zl::kSeedThreads / grid;
-	__shared__ uint32_t seg[2][kWords];
+	// On the even grid the parse extends matches backwards, and the seeds
+	// say how far (kSeedBack). Then word 0 of each buffer is a pad, never
+	// compared, so that the word before a segment's first needs no test;
+	// the segment's words follow.
+	constexpr bool Back = Measure && grid > 1;
+	constexpr uint32_t kPad = Back ? 1 : 0;
+	__shared__ uint32_t seg[2][kWords + kPad];
 	static_assert(zl::kSeedThreads == zl::kSeg, "zl_seed: a thread a position of the segment");
 	static_assert(kWords <= kThreads, "zl_seed: a thread loads one word of a segment");
 	constexpr uint32_t kTagMask = (1u << zl::kSeedTagBits) - 1;
 	const unsigned t = threadIdx.x;
 	const uint32_t q = grid * t; // the thread's position in each segment
 	const uint32_t hm = zl::key_hi(key);
+	if (Back && t < 2)
+		seg[t][0] = 0;
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
 		uint64_t chunk, off;
 		uint32_t n;
@@ -216,26 +224,20 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			return v;
 		};
 		if (t < kWords)
-			seg[0][t] = word(0);
+			seg[0][t + kPad] = word(0);
 		uint32_t next = word(zl::kSeg); // the following segment's word
-		// On the even grid the parse extends matches backwards, and the
-		// seeds say how far (kSeedBack).
-		constexpr bool Back = Measure && grid > 1;
 		zl::PendingSeed<Measure, Back> pend; // thread t's position of the segment before
 		pend.none();
 		__syncthreads();
 		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
 			const uint32_t ahead = word(a + 2 * zl::kSeg); // in flight over this segment
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
-			const uint32_t *sw = seg[buf];
+			const uint32_t *sw = seg[buf] + kPad;
 			pend.finish(out, hm);
 			const uint32_t r = (q & 3) * 8;
 			const uint32_t w0 = sw[q >> 2], w1 = sw[(q >> 2) + 1], w2 = sw[(q >> 2) + 2];
 			const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r), hi = hi8 & hm;
 			const uint32_t m2 = Measure ? __funnelshift_r(w2, sw[(q >> 2) + 3], r) : 0;
-			// With Back, the 4 bytes before the position (those before the
-			// segment read as 0, and are not compared).
-			const uint32_t kb = Back ? __funnelshift_r(q >= 4 ? sw[(q >> 2) - 1] : 0, w0, r) : 0;
 			// The measure takes the position's first 12 bytes, the key check its key.
 			uint32_t tag;
 			const uint32_t h = zl::tagged_hash(lo, hi, bits, zl::kSeedTagBits, tag);
@@ -243,7 +245,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			if (eligible) {
 				const uint32_t e = tab[h];
 				const uint32_t c = e != 0 && (e & kTagMask) == tag ? (e >> zl::kSeedTagBits) - 1 : zl::kNoSeed;
-				pend.start(blk, c, (a + q) / grid, lo, Measure ? hi8 : hi, m2, len - q, q, kb);
+				pend.start(blk, c, (a + q) / grid, lo, Measure ? hi8 : hi, m2, len - q, q, sw, w0);
 			} else {
 				pend.none();
 			}
@@ -251,7 +253,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			if (eligible)
 				atomicMax(&tab[h], (a + q + 1) << zl::kSeedTagBits | tag);
 			if (t < kWords)
-				seg[buf ^ 1][t] = next;
+				seg[buf ^ 1][t + kPad] = next;
 			next = ahead;
 			__syncthreads();
 		}

@@ -486,10 +486,12 @@ template <bool Measure, bool Back> struct PendingSeed {
 	// bytes) is lo and hi (and m2) and which has left bytes to its
 	// segment's end, and loads the candidate's words as gword(blk+c),
 	// gword(blk+c+4) and, with Measure, gword(blk+c+8) do. With Back,
-	// before is the bytes before the position in its segment and kb the 4
-	// bytes before it (those before the segment's start are not compared).
+	// before is the bytes before the position in its segment, whose words
+	// are sw (sw[-1] readable) and the position's word w0: only the
+	// bytes before the position inside it are compared.
 	__device__ __forceinline__ void start(const uint8_t *__restrict__ blk, uint32_t cand, uint32_t pos, uint32_t klo,
-	                                      uint32_t khi, uint32_t k2, uint32_t left, uint32_t before, uint32_t kb)
+	                                      uint32_t khi, uint32_t k2, uint32_t left, uint32_t before,
+	                                      const uint32_t *sw, uint32_t w0)
 	{
 		c = cand;
 		at = pos;
@@ -513,7 +515,7 @@ template <bool Measure, bool Back> struct PendingSeed {
 		if (Back) {
 			// The word before x0 only when a byte compared lies in it:
 			// those bytes are in the block, so it is in the allocation.
-			pb = kb;
+			pb = __funnelshift_r(sw[(before >> 2) - 1], w0, (before & 3) * 8);
 			bcap = before < cand ? before : cand;
 			bcap = bcap < kSeedBack ? bcap : kSeedBack;
 			xb = bcap > r / 8 ? __ldg(w - 1) : 0;
