@@ -229,13 +229,15 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		zl::PendingSeed<Measure, Back> pend; // thread t's position of the segment before
 		pend.none();
 		__syncthreads();
-		// Two segments a turn on the grid: the walk's pending seed and
-		// buffers then keep their registers instead of being moved at the
-		// loop's back edge, and buf is a constant in each copy. zl_seed2's
-		// instructions a position fell and the seeds ran 0.4 ms a GiB
-		// faster (dim frames 4.91 -> 4.49, bright cells 4.45 -> 4.06; H100,
-		// two rounds). The other rungs' walks, unrolled alike, spilled.
-#pragma unroll(Back ? 2 : 1)
+		// Two segments a turn on the grid and at the strong rung: the
+		// walk's pending seed and buffers then keep their registers
+		// instead of being moved at the loop's back edge, and buf is a
+		// constant in each copy. zl_seed2's instructions a position fell
+		// and the seeds ran 0.4 ms a GiB faster (dim frames 4.91 -> 4.49,
+		// bright cells 4.45 -> 4.06), zl_seed3's 1.0-1.3 (dim 18.6 -> 17.6,
+		// bright 21.0 -> 19.7); H100, two rounds each. zl_seed, whose three
+		// CTAs of 512 threads an SM leave it 42 registers, spilled.
+#pragma unroll(grid > 1 || !Measure ? 2 : 1)
 		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
 			const uint32_t ahead = word(a + 2 * zl::kSeg); // in flight over this segment
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
@@ -287,7 +289,10 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads / 2, 3)
 	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 2>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
 }
 
-extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
+// One CTA an SM is what zl_seed3's 128 KiB table allows; told so, ptxas
+// gives its unrolled walk 80 registers, where it otherwise kept 40 and
+// spilled.
+extern "C" __global__ void __launch_bounds__(zl::kSeedThreads, 1)
     zl_seed3(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seed)
 {
