@@ -279,9 +279,10 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 }
 
 // Three CTAs an SM are what zl_seed2's 64 KiB table allows; told so, ptxas
-// gives it the registers its back count needs (72), where it otherwise
-// kept 48 and spilled 24 bytes: the seeds 0.07-0.1 ms a GiB slower than
-// with the bound (H100, two rounds side by side).
+// gives it the registers its back count needs (72; 80 with the walk
+// unrolled), where it otherwise kept 48 and spilled 24 bytes: the seeds
+// 0.07-0.1 ms a GiB slower than with the bound (H100, two rounds side by
+// side, before the unrolling).
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads / 2, 3)
     zl_seed2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seed)
