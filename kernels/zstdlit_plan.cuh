@@ -198,17 +198,24 @@ __device__ __forceinline__ uint32_t fse_init_state(const uint16_t *state, const 
 	return state[(int32_t)(v >> nbOut) + deltaFind[s]];
 }
 
-// FseScratch is fse_weights' scratch (the normalized counts, the largest
-// remainders, the builder's next states) and fse_encode_states' encoding
-// table, in shared memory: in a thread's local memory, which indexing
-// them at run time put them in, every step of the chain waited on local
-// loads, and the two threads coding the weights held the CTA's other
-// warps at the barrier after them for a quarter of zl_plan's stall
-// samples (H100, flat fields).
+// FseWork is an FSE table's scratch while it is built: the normalized
+// counts of up to N symbols, fse_normalize's largest remainders and
+// fse_build_ctable's next states. Its users keep it in shared memory: in
+// a thread's local memory, where arrays indexed at run time go, each of
+// its loads waited on the cache.
+template <int N> struct FseWork {
+	int norm[N];
+	uint32_t rem[N];
+	int next[N];
+};
+
+// FseScratch is fse_weights' scratch and fse_encode_states' encoding
+// table. In local memory every step of the chain waited on local loads,
+// and the two threads coding the weights held the CTA's other warps at the
+// barrier after them for a quarter of zl_plan's stall samples (H100, flat
+// fields).
 struct FseScratch {
-	int norm[kMaxWeight];
-	uint32_t rem[kMaxWeight];
-	int next[kMaxWeight];
+	FseWork<kMaxWeight> w;
 	uint8_t spread[64];
 	uint16_t state[64];
 	uint32_t deltaNbBits[kMaxWeight];
@@ -231,7 +238,7 @@ __device__ __forceinline__ void fse_weight_step(const FseScratch &F, uint32_t &x
 __device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
                                       uint32_t len, FseScratch &F)
 {
-	fse_build_ctable(norm, maxSym, log, F.spread, F.next, F.state, F.deltaNbBits, F.deltaFind);
+	fse_build_ctable(norm, maxSym, log, F.spread, F.w.next, F.state, F.deltaNbBits, F.deltaFind);
 	BitOut w{out, len, UINT32_MAX, 0, 0, false}; // the caller sized out
 	const int n = nws;
 	// a takes symbols n-1, n-3, ...; b takes n-2, n-4, ...
@@ -258,9 +265,9 @@ __device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *nor
 __device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out,
                                 FseScratch &F)
 {
-	fse_normalize(count, maxSym, log, F.norm, F.rem);
-	const uint32_t len = fse_write_ncount(F.norm, maxSym, log, out);
-	return fse_encode_states(ws, nws, F.norm, maxSym, log, out, len, F);
+	fse_normalize(count, maxSym, log, F.w.norm, F.w.rem);
+	const uint32_t len = fse_write_ncount(F.w.norm, maxSym, log, out);
+	return fse_encode_states(ws, nws, F.w.norm, maxSym, log, out, len, F);
 }
 
 // ---------------------------------------------------------------------------

@@ -82,29 +82,19 @@ struct SeqTable {
 constexpr uint32_t kSeqMaxBits = 68;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
 
-// FseWork is one table's scratch while it is built: the normalized
-// counts and fse_normalize's and fse_build_ctable's arrays. In a thread's
-// local memory, where arrays indexed at run time go, each of their loads
-// waited on the cache.
-struct FseWork {
-	int norm[kMaxSeqSyms];
-	uint32_t rem[kMaxSeqSyms];
-	int next[kMaxSeqSyms];
-};
-
 // SeqCounts is the first pass's: the codes' histograms and the tables'
 // scratch, dead once the tables are built.
 struct SeqCounts {
 	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
 	uint8_t spread[3][512];
-	FseWork work[3];
+	FseWork<kMaxSeqSyms> work[3];
 };
 
-// SeqSegment is the second pass's, a batch of whole segments' sequences
-// at a time (seq_code_batch): their values and codes, each code's transform (seq_transform), then
-// each stream's state before each sequence, from which the bits it puts
-// out follow.
-struct SeqSegment {
+// SeqBatch is the second pass's, a batch of whole segments' sequences at
+// a time (seq_code_batch): their values and codes, each code's transform
+// (seq_transform), then each stream's state before each sequence, from
+// which the bits it puts out follow.
+struct SeqBatch {
 	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
 	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as SeqShared::t
 	uint2 tr[3][kSlotSeqs];
@@ -120,7 +110,7 @@ struct SeqShared {
 	// on their loads.
 	union {
 		SeqCounts c;
-		SeqSegment g;
+		SeqBatch g;
 	};
 	uint32_t fin[3]; // each stream's final state
 	// The bitstream's words from stage0 on, built with atomicOr, the
@@ -163,8 +153,8 @@ __device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
 
 // build_seq_table is seqCoder.plan and newFSETable: the mode, the table
 // description and the encoding table for one code stream. One thread.
-__device__ void build_seq_table(SeqTable &T, uint8_t *spread, FseWork &W, const uint32_t *count, int alphabet,
-                                int maxLog, uint32_t nseq)
+__device__ void build_seq_table(SeqTable &T, uint8_t *spread, FseWork<kMaxSeqSyms> &W, const uint32_t *count,
+                                int alphabet, int maxLog, uint32_t nseq)
 {
 	int maxSym = 0, distinct = 0, only = 0;
 	for (int s = 0; s < alphabet; s++)
