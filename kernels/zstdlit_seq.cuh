@@ -62,15 +62,14 @@ __constant__ uint8_t kMLBits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 constexpr int kLLSyms = 36, kMLSyms = 53, kOFSyms = 32;
 constexpr int kMaxSeqSyms = kMaxFSESymbols;
 
-// One sequence code stream's coder: RLE (no state) or an FSE table.
+// One sequence code stream's coder: RLE (no state) or an FSE table, whose
+// states are in the stream's part of SeqShared::next and its symbols'
+// transforms in tr (build_seq_ctable).
 struct SeqTable {
-	uint16_t state[512];
-	uint32_t deltaNbBits[kMaxSeqSyms];
-	int32_t deltaFind[kMaxSeqSyms];
+	uint2 tr[kMaxSeqSyms];
 	uint32_t log;
 	uint32_t rle;
-	uint8_t ncount[96];
-	uint32_t ncountLen;
+	uint32_t ncountLen; // its description's bytes, in SeqCounts::ncount until the header is written
 	uint32_t mode;
 };
 
@@ -88,23 +87,33 @@ struct SeqCounts {
 	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
 	uint8_t spread[3][512];
 	FseWork<kMaxSeqSyms> work[3];
+	uint8_t ncount[3][96]; // the tables' descriptions
 };
 
 // SeqBatch is the second pass's, a batch of whole segments' sequences at
-// a time (seq_code_batch): their values and codes, each code's transform
-// (seq_transform), then each stream's state before each sequence, from
+// a time (seq_code_batch): their values and codes, each code's step
+// (seq_step_word), then each stream's state before each sequence, from
 // which the bits it puts out follow.
 struct SeqBatch {
 	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
 	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as SeqShared::t
-	uint2 tr[3][kSlotSeqs];
+	uint32_t step[3][kSlotSeqs];
 	uint16_t sv[3][kSlotSeqs];
+	// The bitstream's words from stage0 on, built with atomicOr, the
+	// complete ones flushed after each batch.
+	uint32_t stage[kSeqStageWords];
 };
+
+// The state chain steps through a table of twice FSE's size at most
+// (build_seq_ctable): 2^10 entries for the literal and match length codes,
+// 2^9 for the offset codes (log 8 at most).
+constexpr uint32_t kSeqNextLL = 1024, kSeqNextOF = 512, kSeqNextML = 1024;
 
 struct SeqShared {
 	SeqTable t[3]; // LL, OF, ML
 	uint32_t carry[kSegsPerBlock];
 	uint32_t meta[kSegsPerBlock]; // each segment's summary word
+	alignas(4) uint16_t next[kSeqNextLL + kSeqNextOF + kSeqNextML]; // LL, OF, ML (seq_step_word)
 	// The two passes' scratch share their memory: shared memory is what
 	// limits how many of zl_seq's warps an SM holds, and the chains wait
 	// on their loads.
@@ -113,9 +122,6 @@ struct SeqShared {
 		SeqBatch g;
 	};
 	uint32_t fin[3]; // each stream's final state
-	// The bitstream's words from stage0 on, built with atomicOr, the
-	// complete ones flushed after each segment.
-	uint32_t stage[kSeqStageWords];
 	uint32_t nseq, nlit, hdr;
 	// The extra-bits tables: a warp's lanes index them all differently,
 	// which constant memory would serve one address at a time.
@@ -133,6 +139,8 @@ struct SeqShared {
 		}
 	}
 };
+static_assert(__builtin_offsetof(SeqShared, next) >= 2 * kSeqNextLL && sizeof(SeqShared) <= 0xFFFF,
+              "seq_step_word: a symbol's entries' address must fit 16 bits and not go below 0");
 
 // seq_table_log is zstdlit's tableLog (zstd's FSE_optimalTableLog).
 __device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
@@ -151,10 +159,72 @@ __device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
 	return log < 5 ? 5 : log;
 }
 
+// build_seq_ctable is fse_build_ctable for the sequence coder's chain, which
+// steps from a state st on symbol s to FSE's next state
+// state[(st >> nbBits) + deltaFind], nbBits being mb - 1 below the
+// symbol's threshold c << mb and its maxBitsOut mb at or above it. That
+// took four dependent operations before the state load (nbBits from the
+// state, then the shift and the index), on the critical path of a chain
+// that holds the stream's lanes for every sequence. Here a symbol of count
+// c, hb = high_bit(c - 1) (0 for c = 1), owns R = 2^(hb+1) entries of E,
+// indexed by st >> (mb - 1), which lies in [R, 2R): an index i below 2c is
+// state i's entry (nbBits mb - 1), one at or above it state (i >> 1)'s
+// (nbBits mb). A step is then one shift and one multiply-add before the
+// load. As R ≤ 2c, the entries number at most twice the table's. Each
+// symbol's transform (tr) carries mb - 1 in its low 5 bits and
+// deltaNbBits above them (seq_nbits), and the shared-memory address of its
+// index 0. spread, rank and at are scratch; one thread.
+__device__ void build_seq_ctable(const int *norm, int maxSym, int log, uint8_t *spread, int *rank, uint32_t *at,
+                                 uint16_t *E, uint2 *tr)
+{
+	const int size = 1 << log;
+	int pos = 0;
+	const int step = (size >> 1) + (size >> 3) + 3, mask = size - 1;
+	for (int s = 0; s <= maxSym; s++)
+		for (int i = 0; i < norm[s]; i++) {
+			spread[pos] = (uint8_t)s;
+			pos = (pos + step) & mask;
+		}
+	const uint32_t base = (uint32_t)__cvta_generic_to_shared(E);
+	int off = 0;
+	for (int s = 0; s <= maxSym; s++) {
+		const int c = norm[s];
+		if (c == 0) {
+			tr[s] = make_uint2(0, 0);
+			continue;
+		}
+		const int hb = c > 1 ? high_bit((uint32_t)(c - 1)) : 0;
+		const uint32_t mb = (uint32_t)(log - hb);
+		const int R = 2 << hb;
+		const uint32_t dnb = (mb << 16) - ((uint32_t)c << mb);
+		// E[at + i] is the entry of index i (at may be negative: i ≥ R).
+		at[s] = (uint32_t)(off - R);
+		tr[s] = make_uint2(dnb << 5 | (mb - 1), base + 2 * at[s]);
+		// A state's rank among the symbol's, from c as in FSE, and R
+		// above it.
+		rank[s] = c | R << 16;
+		off += R;
+	}
+	// Four symbols a load (size is a multiple of 32, spread 4-aligned):
+	// loaded a byte at a time, each waited on the stores before it.
+	for (int u0 = 0; u0 < size; u0 += 4) {
+		const uint32_t sp = *reinterpret_cast<const uint32_t *>(spread + u0);
+#pragma unroll
+		for (int b = 0; b < 4; b++) {
+			const uint32_t s = sp >> (8 * b) & 0xFF;
+			const uint32_t w = (uint32_t)rank[s]++, r = w & 0xFFFF;
+			// Below R the state has two entries, 2r and 2r + 1.
+			const uint32_t two = r < w >> 16 ? 1 : 0, i = at[s] + (r << two);
+			E[i] = (uint16_t)(size + u0 + b);
+			E[i + two] = (uint16_t)(size + u0 + b);
+		}
+	}
+}
+
 // build_seq_table is seqCoder.plan and newFSETable: the mode, the table
 // description and the encoding table for one code stream. One thread.
-__device__ void build_seq_table(SeqTable &T, uint8_t *spread, FseWork<kMaxSeqSyms> &W, const uint32_t *count,
-                                int alphabet, int maxLog, uint32_t nseq)
+__device__ void build_seq_table(SeqTable &T, uint16_t *E, uint8_t *ncount, uint8_t *spread, FseWork<kMaxSeqSyms> &W,
+                                const uint32_t *count, int alphabet, int maxLog, uint32_t nseq)
 {
 	int maxSym = 0, distinct = 0, only = 0;
 	for (int s = 0; s < alphabet; s++)
@@ -166,13 +236,12 @@ __device__ void build_seq_table(SeqTable &T, uint8_t *spread, FseWork<kMaxSeqSym
 	if (distinct == 1) {
 		T.rle = 1;
 		T.mode = 1;
-		T.ncount[0] = (uint8_t)only;
+		ncount[0] = (uint8_t)only;
 		T.ncountLen = 1;
 		// The symbol's transform puts out no bits from any state below
 		// 2^16, so that seq_bits needs no branch for an RLE stream (whose
 		// chain never runs and records no states).
-		T.deltaNbBits[only] = 0;
-		T.deltaFind[only] = 0;
+		T.tr[only] = make_uint2(0, 0);
 		return;
 	}
 	T.rle = 0;
@@ -180,15 +249,31 @@ __device__ void build_seq_table(SeqTable &T, uint8_t *spread, FseWork<kMaxSeqSym
 	const int log = seq_table_log(nseq, maxSym, maxLog);
 	T.log = (uint32_t)log;
 	fse_normalize(count, maxSym, log, W.norm, W.rem);
-	T.ncountLen = fse_write_ncount(W.norm, maxSym, log, T.ncount);
-	fse_build_ctable(W.norm, maxSym, log, spread, W.next, T.state, T.deltaNbBits, T.deltaFind);
+	T.ncountLen = fse_write_ncount(W.norm, maxSym, log, ncount);
+	build_seq_ctable(W.norm, maxSym, log, spread, W.next, W.rem, E, T.tr);
 }
 
+// lds_u16 loads the 16-bit word at shared-memory address a.
+__device__ __forceinline__ uint32_t lds_u16(uint32_t a)
+{
+	uint16_t v;
+	asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
+	return v;
+}
+
+// seq_init is fse_init_state: the state a stream starts in to end on
+// symbol s, FSE's state[(v >> mb) + deltaFind] for v = c << mb, the
+// symbol's first state: in build_seq_ctable's entries index 2c (v >> (mb -
+// 1)), or c when c is a power of two, whose states all lie below v =
+// 2^(log+1) and so index their own entries.
 __device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s)
 {
 	if (T.rle)
 		return 0;
-	return fse_init_state(T.state, T.deltaNbBits, T.deltaFind, (int)s);
+	const uint2 tr = T.tr[s];
+	const uint32_t sh = tr.x & 31, v = ((sh + 1) << 16) - (tr.x >> 5);
+	const uint32_t i = v >> sh;
+	return lds_u16((v >> (T.log + 1) != 0 ? i >> 1 : i) * 2 + tr.y);
 }
 
 // warp_excl_scan is the exclusive prefix sum of v over the warp, and the
@@ -205,30 +290,34 @@ __device__ __forceinline__ uint32_t warp_excl_scan(uint32_t v, unsigned lane, ui
 	return x - v;
 }
 
-// seq_transform is symbol s's transform for the state chain: deltaNbBits,
-// and the shared-memory address of the state table's entry deltaFind, so
-// that a step finds its next state's address in one multiply-add. The
-// lanes fill a segment's transforms before the chain runs, which then
-// loads one pair a step.
-__device__ __forceinline__ uint2 seq_transform(const SeqTable &T, uint32_t s)
+// seq_step_word is what the state chain needs of symbol s's transform
+// (build_seq_ctable's) in one word: mb - 1 in the low 5 bits (bits 5 to 15
+// clear) and the shared-memory address of its entries above (below 2^16:
+// SeqShared is smaller, and its next table lies 2 KiB or more into it, so
+// that the address of a symbol's index 0, at most 2^10 entries before its
+// first, is not negative). The lanes fill a batch's words before the chain
+// runs, which then loads one a step; 4 bytes instead of the transform's 8
+// keep zl_seq at 16 warps an SM.
+__device__ __forceinline__ uint32_t seq_step_word(const SeqTable &T, uint32_t s)
 {
-	const uint32_t table = (uint32_t)__cvta_generic_to_shared(T.state);
-	return make_uint2(T.deltaNbBits[s], table + (uint32_t)(2 * T.deltaFind[s]));
+	const uint2 tr = T.tr[s];
+	return (tr.x & 31) | tr.y << 16;
 }
 
-// lds_u16 loads the 16-bit word at shared-memory address a.
-__device__ __forceinline__ uint32_t lds_u16(uint32_t a)
+// seq_step is the state after st on the symbol of step word w: a shift by
+// w's low 5 bits (a funnel shift, which takes the amount modulo 32) and the
+// entry's address in one multiply-add.
+__device__ __forceinline__ uint32_t seq_step(uint32_t st, uint32_t w)
 {
-	uint16_t v;
-	asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
-	return v;
+	return lds_u16(__funnelshift_r(st, 0, w) * 2 + (w >> 16));
 }
 
 // seq_nbits is the number of bits a stream in state st puts out for the
-// symbol of transform tr: FSE's nbBitsOut.
+// symbol of transform tr: FSE's nbBitsOut, (st + deltaNbBits) >> 16, with
+// both sides 5 bits up (below 2^26).
 __device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint2 tr)
 {
-	return (st + tr.x) >> 16;
+	return ((st << 5) + tr.x) >> 21;
 }
 
 // seq_states runs one stream's FSE state over a segment's k sequences,
@@ -238,7 +327,7 @@ __device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint2 tr)
 // one. The chain is serial, one lane a stream, so it does only what the
 // next state needs; the bits each state puts out are worked out by the
 // whole warp afterwards (seq_bits).
-__device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint2 *tr, uint16_t *sv, uint32_t k,
+__device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_t *step, uint16_t *sv, uint32_t k,
                            uint32_t &st, bool started)
 {
 	int j = (int)k - 1;
@@ -250,10 +339,11 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint2 *
 		return;
 #pragma unroll 4
 	for (; j >= 0; j--) {
-		const uint2 w = tr[j];
-		const uint32_t nbOut = seq_nbits(st, w);
+		// The step is loaded before the store: ptxas keeps a load after
+		// a store it may alias, and the store waits on the state.
+		const uint32_t w = step[j];
 		sv[j] = (uint16_t)st;
-		st = lds_u16((st >> nbOut) * 2 + w.y);
+		st = seq_step(st, w);
 	}
 }
 
@@ -272,7 +362,7 @@ __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, boo
 #pragma unroll
 	for (int x = 0; x < 3; x++) {
 		const uint32_t st = S.g.sv[x][j];
-		nb[x] = init ? 0 : seq_nbits(st, S.g.tr[x][j]);
+		nb[x] = init ? 0 : seq_nbits(st, S.t[x].tr[x == 0 ? llc : x == 1 ? ofc : mlc]);
 		val[x] = st & ((1u << nb[x]) - 1);
 	}
 	uint64_t v = val[1];
@@ -351,7 +441,7 @@ __device__ __forceinline__ void seq_gather(SeqShared &S, const SlotRegs &here, u
 #pragma unroll
 		for (int x = 0; x < 3; x++) {
 			S.g.code[x][i] = (uint8_t)cd[x];
-			S.g.tr[x][i] = seq_transform(S.t[x], cd[x]);
+			S.g.step[x][i] = seq_step_word(S.t[x], cd[x]);
 		}
 	}
 }
@@ -373,7 +463,7 @@ __device__ void seq_code_batch(SeqShared &S, const SeqTable &T, uint32_t pos, co
 	const uint32_t k = kSlotSeqs - pos;
 	__syncwarp();
 	if (lane < 3)
-		seq_states(T, S.g.code[lane] + pos, S.g.tr[lane] + pos, S.g.sv[lane] + pos, k, c.st, c.started);
+		seq_states(T, S.g.code[lane] + pos, S.g.step[lane] + pos, S.g.sv[lane] + pos, k, c.st, c.started);
 	const bool first = !c.started;
 	c.started = true;
 	__syncwarp();
@@ -386,9 +476,9 @@ __device__ void seq_code_batch(SeqShared &S, const SeqTable &T, uint32_t pos, co
 		uint32_t total;
 		const uint32_t at = c.bits + warp_excl_scan(nv + nhi, lane, total) - 32 * c.stage0;
 		if (nv != 0)
-			stage_or(S.stage, at, v, nv);
+			stage_or(S.g.stage, at, v, nv);
 		if (nhi != 0)
-			stage_or(S.stage, at + nv, hi, nhi);
+			stage_or(S.g.stage, at + nv, hi, nhi);
 		c.bits += total;
 	}
 	__syncwarp();
@@ -400,17 +490,17 @@ __device__ void seq_code_batch(SeqShared &S, const SeqTable &T, uint32_t pos, co
 	const uint32_t used = S.hdr + 4 * c.stage0;
 	const uint32_t room = w.limit > used ? w.limit - used : 0;
 	for (uint32_t i = lane; i < full; i += 32) {
-		const uint32_t x = S.stage[i];
+		const uint32_t x = S.g.stage[i];
 		for (uint32_t b = 0; b < 4; b++)
 			if (4 * i + b < room)
 				dst[4 * i + b] = (uint8_t)(x >> (8 * b));
 	}
 	__syncwarp();
-	const uint32_t tail = S.stage[full];
+	const uint32_t tail = S.g.stage[full];
 	__syncwarp();
 	// No bit lies past word full, so the words above it are still zero.
 	for (uint32_t i = lane; i <= full; i += 32)
-		S.stage[i] = i == 0 ? tail : 0;
+		S.g.stage[i] = i == 0 ? tail : 0;
 	c.stage0 += full;
 	__syncwarp();
 }
@@ -521,7 +611,8 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	// The three tables are built side by side, one lane each, on one path
 	// (three branches would run one after the other).
 	if (lane < 3)
-		build_seq_table(S.t[lane], S.c.spread[lane], S.c.work[lane],
+		build_seq_table(S.t[lane], S.next + (lane == 0 ? 0 : lane == 1 ? kSeqNextLL : kSeqNextLL + kSeqNextOF),
+		                S.c.ncount[lane], S.c.spread[lane], S.c.work[lane],
 		                lane == 0 ? S.c.hll : lane == 1 ? S.c.hof : S.c.hml,
 		                lane == 0 ? kLLSyms : lane == 1 ? kOFSyms : kMLSyms, lane == 1 ? 8 : 9, nseq);
 	__syncwarp();
@@ -540,12 +631,15 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 		w.put_byte((uint8_t)(S.t[0].mode << 6 | S.t[1].mode << 4 | S.t[2].mode << 2));
 		for (int x = 0; x < 3; x++)
 			for (uint32_t i = 0; i < S.t[x].ncountLen; i++)
-				w.put_byte(S.t[x].ncount[i]);
+				w.put_byte(S.c.ncount[x][i]);
 	}
 	if (lane == 0)
 		S.hdr = w.len;
+	// Lane 0 has read the descriptions (S.c) before any lane writes S.g,
+	// the same memory.
+	__syncwarp();
 	for (uint32_t i = lane; i < kSeqStageWords; i += 32)
-		S.stage[i] = 0;
+		S.g.stage[i] = 0;
 	// The three FSE states run serially, each on its own lane (x: LL, OF,
 	// ML); the bits are then placed in parallel: a warp scan over the
 	// sequences' bit counts gives each one its place in the stream.
@@ -579,7 +673,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	if (lane == 0) {
 		// Lane 0 writes the rest: the final states and the closing bit.
 		w.len = S.hdr + 4 * c.stage0;
-		w.acc = S.stage[0];
+		w.acc = S.g.stage[0];
 		w.nbits = c.bits - 32 * c.stage0;
 	}
 	if (lane < 3)
