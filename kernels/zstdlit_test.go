@@ -95,6 +95,32 @@ func TestLitKernelsWriteTheReferenceBytesForCameraChunks(t *testing.T) {
 	}
 }
 
+// zl_plan tests a block's first 256 bytes before the rest for one repeated
+// byte (an RLE block): these chunks make blocks that are one byte
+// throughout, one byte but for their last, one byte for their first 300
+// and noise after, and one byte for their first 255 and noise after.
+func TestLitKernelsTellAnRLEBlockFromOneThatDiffersPastItsFirstBytes(t *testing.T) {
+	d := openDevice(t)
+	const n = 2 * zstdlit.MaxBlockSize
+	r := rand.New(rand.NewPCG(3, 4))
+	var chunks [][]byte
+	for _, same := range []int{n, zstdlit.MaxBlockSize - 1, 300, 255} {
+		c := bytes.Repeat([]byte{7}, n)
+		for i := same; i < n; i++ {
+			if same < zstdlit.MaxBlockSize-1 {
+				c[i] = byte(r.IntN(256))
+			} else if i == zstdlit.MaxBlockSize-1 {
+				c[i] = 8 // the first block's last byte; the second block is all 7s
+			}
+		}
+		chunks = append(chunks, c)
+	}
+	for _, level := range []int{1, 3} {
+		opt := zstdlit.Options{Level: level}
+		sameAsReference(t, fmt.Sprintf("level %d", level), chunks, encodeOnGPU(t, d, chunks, opt), opt)
+	}
+}
+
 func TestLitKernelsAssignTheRFCsCanonicalCodes(t *testing.T) {
 	d := openDevice(t)
 	// Counts 64, 32, 16, 8, 8 of symbols 0, 1, 2, 4, 5 give lengths 1, 2,
