@@ -153,13 +153,10 @@ __device__ uint32_t fse_write_ncount(const int *norm, int maxSym, int log, uint8
 	return len;
 }
 
-// fse_build_ctable builds the FSE encoding table for norm (symbols
-// 0..maxSym, table log log), zstd's FSE_buildCTable: state holds, symbol by
-// symbol, the states the decoder's spread gives it; deltaNbBits and
-// deltaFind are each symbol's transform. spread (1 << log entries) and
-// next (maxSym+1) are scratch.
-__device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *spread, int *next, uint16_t *state,
-                                 uint32_t *deltaNbBits, int32_t *deltaFind)
+// fse_spread lays out norm's symbols (0..maxSym) over the 1 << log
+// entries of spread as the decoder's table does: FSE's step of 5/8 of the
+// table plus 3.
+__device__ __forceinline__ void fse_spread(const int *norm, int maxSym, int log, uint8_t *spread)
 {
 	const int size = 1 << log;
 	int pos = 0;
@@ -169,6 +166,18 @@ __device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *
 			spread[pos] = (uint8_t)s;
 			pos = (pos + step) & mask;
 		}
+}
+
+// fse_build_ctable builds the FSE encoding table for norm (symbols
+// 0..maxSym, table log log), zstd's FSE_buildCTable: state holds, symbol by
+// symbol, the states the decoder's spread gives it; deltaNbBits and
+// deltaFind are each symbol's transform. spread (1 << log entries) and
+// next (maxSym+1) are scratch.
+__device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *spread, int *next, uint16_t *state,
+                                 uint32_t *deltaNbBits, int32_t *deltaFind)
+{
+	const int size = 1 << log;
+	fse_spread(norm, maxSym, log, spread);
 	int cum = 0;
 	for (int s = 0; s <= maxSym; s++) {
 		next[s] = cum;

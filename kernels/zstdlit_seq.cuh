@@ -178,13 +178,7 @@ __device__ void build_seq_ctable(const int *norm, int maxSym, int log, uint8_t *
                                  uint16_t *E, uint2 *tr)
 {
 	const int size = 1 << log;
-	int pos = 0;
-	const int step = (size >> 1) + (size >> 3) + 3, mask = size - 1;
-	for (int s = 0; s <= maxSym; s++)
-		for (int i = 0; i < norm[s]; i++) {
-			spread[pos] = (uint8_t)s;
-			pos = (pos + step) & mask;
-		}
+	fse_spread(norm, maxSym, log, spread);
 	const uint32_t base = (uint32_t)__cvta_generic_to_shared(E);
 	int off = 0;
 	for (int s = 0; s <= maxSym; s++) {
