@@ -209,7 +209,9 @@ __device__ __forceinline__ uint32_t fse_init_state(const uint16_t *state, const 
 
 // FseWork is an FSE table's scratch while it is built: the normalized
 // counts of up to N symbols, fse_normalize's largest remainders and
-// fse_build_ctable's next states. Its users keep it in shared memory: in
+// fse_build_ctable's next states (for zl_seq's build_seq_ctable, once the
+// remainders are spent, each symbol's entry offset in rem and its states'
+// rank in next). Its users keep it in shared memory: in
 // a thread's local memory, where arrays indexed at run time go, each of
 // its loads waited on the cache.
 template <int N> struct FseWork {
