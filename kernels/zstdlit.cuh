@@ -18,8 +18,8 @@
 //   zl_seq     a warp per block (zstdlit_seq.cuh): the sequences section, written after
 //              where the block's literals will be packed in the scratch
 //              copy; whether the block keeps its matches.
-//   zl_compact a warp per segment: packs the literals of the blocks that
-//              keep their matches.
+//   zl_compact a warp per segment (zstdlit_compact.cuh): packs the
+//              literals of the blocks that keep their matches.
 //   zl_plan    one CTA per 128 KiB block: histograms of the literals' four
 //              stream segments, RLE test, Huffman code lengths
 //              (package-merge, 11-bit limit), canonical codes, the exact
@@ -130,6 +130,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 #include "zstdlit_plan.cuh"
 #include "zstdlit_parse.cuh"
 #include "zstdlit_seq.cuh"
+#include "zstdlit_compact.cuh"
 #include "zstdlit_encode.cuh"
 
 } // namespace zl
