@@ -131,6 +131,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 #include "zstdlit_plan.cuh"
 #include "zstdlit_parse.cuh"
 #include "zstdlit_seed.cuh"
+#include "zstdlit_seqtable.cuh"
 #include "zstdlit_seq.cuh"
 #include "zstdlit_compact.cuh"
 #include "zstdlit_encode.cuh"

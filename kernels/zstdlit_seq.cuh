@@ -1,7 +1,8 @@
 // zstdlit_seq.cuh: the sequences section (zstdlit's seq.go). Included by
 // zstdlit.cuh inside namespace zl, after zstdlit_parse.cuh, whose packed
-// sequences and segment summaries it reads, and before
-// zstdlit_compact.cuh, which packs the literals with its SlotRegs.
+// sequences and segment summaries it reads, and zstdlit_seqtable.cuh, its
+// codes and tables, and before zstdlit_compact.cuh, which packs the
+// literals with its SlotRegs.
 //
 // zl_seq takes one block per warp: the codes' histograms, the three
 // tables, and the FSE bitstream (three state chains on three lanes, the
@@ -11,68 +12,6 @@
 
 #ifndef ZSPOOL_ZSTDLIT_SEQ_CUH
 #define ZSPOOL_ZSTDLIT_SEQ_CUH
-
-// ---------------------------------------------------------------------------
-// zl_seq: codes and tables.
-
-// ll_code and ml_code are zstd's code of a literal length and of a match
-// length (RFC 8878 §3.1.1.3.2.1.1 baselines).
-__device__ __forceinline__ uint32_t ll_code(uint32_t v)
-{
-	if (v < 16)
-		return v;
-	if (v < 24)
-		return 16 + (v - 16) / 2;
-	if (v < 32)
-		return 20 + (v - 24) / 4;
-	if (v < 48)
-		return 22 + (v - 32) / 8;
-	if (v < 64)
-		return 24;
-	return (uint32_t)high_bit(v) + 19;
-}
-
-__device__ __forceinline__ uint32_t ml_code(uint32_t ml)
-{
-	const uint32_t b = ml - 3;
-	if (b < 32)
-		return b;
-	if (b < 40)
-		return 32 + (b - 32) / 2;
-	if (b < 48)
-		return 36 + (b - 40) / 4;
-	if (b < 64)
-		return 38 + (b - 48) / 8;
-	if (b < 96)
-		return 40 + (b - 64) / 16;
-	if (b < 128)
-		return 42;
-	return (uint32_t)high_bit(b) + 36;
-}
-
-__constant__ uint32_t kLLBase[36] = {0,  1,  2,  3,  4,  5,  6,   7,   8,   9,   10,   11,   12,   13,   14,    15,    16,   18,
-                                     20, 22, 24, 28, 32, 40, 48, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
-__constant__ uint8_t kLLBits[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  1,  1,
-                                    1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-__constant__ uint32_t kMLBase[53] = {3,  4,  5,  6,  7,  8,  9,  10, 11, 12,  13,  14,  15,  16,   17,   18,   19,   20,
-                                     21, 22, 23, 24, 25, 26, 27, 28, 29, 30,  31,  32,  33,  34,   35,   37,   39,   41,
-                                     43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027, 2051, 4099, 8195, 16387, 32771, 65539};
-__constant__ uint8_t kMLBits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                    0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-
-constexpr int kLLSyms = 36, kMLSyms = 53, kOFSyms = 32;
-constexpr int kMaxSeqSyms = kMaxFSESymbols;
-
-// One sequence code stream's coder: RLE (no state) or an FSE table, whose
-// states are in the stream's part of SeqShared::next and its symbols'
-// transforms in tr (build_seq_ctable).
-struct SeqTable {
-	uint2 tr[kMaxSeqSyms];
-	uint32_t log;
-	uint32_t rle;
-	uint32_t ncountLen; // its description's bytes, in SeqCounts::ncount until the header is written
-	uint32_t mode;
-};
 
 // A segment's sequences take at most 68 bits each: states 9+8+9, extras
 // 8 (literal length within the segment), 8 (match length ≤ 512) and 23
@@ -104,11 +43,6 @@ struct SeqBatch {
 	// complete ones flushed after each batch.
 	uint32_t stage[kSeqStageWords];
 };
-
-// The state chain steps through a table of twice FSE's size at most
-// (build_seq_ctable): 2^10 entries for the literal and match length codes,
-// 2^9 for the offset codes (log 8 at most).
-constexpr uint32_t kSeqNextLL = 1024, kSeqNextOF = 512, kSeqNextML = 1024;
 
 struct SeqShared {
 	SeqTable t[3]; // LL, OF, ML
@@ -143,134 +77,6 @@ struct SeqShared {
 static_assert(__builtin_offsetof(SeqShared, next) >= 2 * kSeqNextLL && sizeof(SeqShared) <= 0xFFFF,
               "seq_step_word: a symbol's entries' address must fit 16 bits and not go below 0");
 
-// seq_table_log is zstdlit's tableLog (zstd's FSE_optimalTableLog).
-__device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
-{
-	// Called with n ≥ 2 sequences and maxSym ≥ 1 (two distinct codes).
-	int log = maxLog;
-	const int a = high_bit(n - 1) - 2;
-	if (a < log)
-		log = a;
-	const int b1 = high_bit(n) + 1, b2 = high_bit((uint32_t)maxSym) + 2;
-	const int b = b1 < b2 ? b1 : b2;
-	if (b > log)
-		log = b;
-	if (log > maxLog)
-		log = maxLog;
-	return log < 5 ? 5 : log;
-}
-
-// build_seq_ctable is fse_build_ctable for the sequence coder's chain, which
-// steps from a state st on symbol s to FSE's next state
-// state[(st >> nbBits) + deltaFind], nbBits being mb - 1 below the
-// symbol's threshold c << mb and its maxBitsOut mb at or above it. That
-// took four dependent operations before the state load (nbBits from the
-// state, then the shift and the index), on the critical path of a chain
-// that holds the stream's lanes for every sequence. Here a symbol of count
-// c, hb = high_bit(c - 1) (0 for c = 1), owns R = 2^(hb+1) entries of E,
-// indexed by st >> (mb - 1), which lies in [R, 2R): an index i below 2c is
-// state i's entry (nbBits mb - 1), one at or above it state (i >> 1)'s
-// (nbBits mb). A step is then one shift and one multiply-add before the
-// load. As R ≤ 2c, the entries number at most twice the table's. Each
-// symbol's transform (tr) carries mb - 1 in its low 5 bits and
-// deltaNbBits above them (seq_nbits), and the shared-memory address of its
-// index 0. spread, rank and at are scratch; one thread.
-__device__ void build_seq_ctable(const int *norm, int maxSym, int log, uint8_t *spread, int *rank, uint32_t *at,
-                                 uint16_t *E, uint2 *tr)
-{
-	const int size = 1 << log;
-	fse_spread(norm, maxSym, log, spread);
-	const uint32_t base = (uint32_t)__cvta_generic_to_shared(E);
-	int off = 0;
-	for (int s = 0; s <= maxSym; s++) {
-		const int c = norm[s];
-		if (c == 0) {
-			tr[s] = make_uint2(0, 0);
-			continue;
-		}
-		const int hb = c > 1 ? high_bit((uint32_t)(c - 1)) : 0;
-		const uint32_t mb = (uint32_t)(log - hb);
-		const int R = 2 << hb;
-		const uint32_t dnb = (mb << 16) - ((uint32_t)c << mb);
-		// E[at + i] is the entry of index i (at may be negative: i ≥ R).
-		at[s] = (uint32_t)(off - R);
-		tr[s] = make_uint2(dnb << 5 | (mb - 1), base + 2 * at[s]);
-		// A state's rank among the symbol's, from c as in FSE, and R
-		// above it.
-		rank[s] = c | R << 16;
-		off += R;
-	}
-	// Four symbols a load (size is a multiple of 32, spread 4-aligned):
-	// loaded a byte at a time, each waited on the stores before it.
-	for (int u0 = 0; u0 < size; u0 += 4) {
-		const uint32_t sp = *reinterpret_cast<const uint32_t *>(spread + u0);
-#pragma unroll
-		for (int b = 0; b < 4; b++) {
-			const uint32_t s = sp >> (8 * b) & 0xFF;
-			const uint32_t w = (uint32_t)rank[s]++, r = w & 0xFFFF;
-			// Below R the state has two entries, 2r and 2r + 1.
-			const uint32_t two = r < w >> 16 ? 1 : 0, i = at[s] + (r << two);
-			E[i] = (uint16_t)(size + u0 + b);
-			E[i + two] = (uint16_t)(size + u0 + b);
-		}
-	}
-}
-
-// build_seq_table is seqCoder.plan and newFSETable: the mode, the table
-// description and the encoding table for one code stream. One thread.
-__device__ void build_seq_table(SeqTable &T, uint16_t *E, uint8_t *ncount, uint8_t *spread, FseWork<kMaxSeqSyms> &W,
-                                const uint32_t *count, int alphabet, int maxLog, uint32_t nseq)
-{
-	int maxSym = 0, distinct = 0, only = 0;
-	for (int s = 0; s < alphabet; s++)
-		if (count[s] != 0) {
-			maxSym = s;
-			distinct++;
-			only = s;
-		}
-	if (distinct == 1) {
-		T.rle = 1;
-		T.mode = 1;
-		ncount[0] = (uint8_t)only;
-		T.ncountLen = 1;
-		// The symbol's transform puts out no bits from any state below
-		// 2^16, so that seq_bits needs no branch for an RLE stream (whose
-		// chain never runs and records no states).
-		T.tr[only] = make_uint2(0, 0);
-		return;
-	}
-	T.rle = 0;
-	T.mode = 2;
-	const int log = seq_table_log(nseq, maxSym, maxLog);
-	T.log = (uint32_t)log;
-	fse_normalize(count, maxSym, log, W.norm, W.rem);
-	T.ncountLen = fse_write_ncount(W.norm, maxSym, log, ncount);
-	build_seq_ctable(W.norm, maxSym, log, spread, W.next, W.rem, E, T.tr);
-}
-
-// lds_u16 loads the 16-bit word at shared-memory address a.
-__device__ __forceinline__ uint32_t lds_u16(uint32_t a)
-{
-	uint16_t v;
-	asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
-	return v;
-}
-
-// seq_init is fse_init_state: the state a stream starts in to end on
-// symbol s, FSE's state[(v >> mb) + deltaFind] for v = c << mb, the
-// symbol's first state: in build_seq_ctable's entries index 2c (v >> (mb -
-// 1)), or c when c is a power of two, whose states all lie below v =
-// 2^(log+1) and so index their own entries.
-__device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s)
-{
-	if (T.rle)
-		return 0;
-	const uint2 tr = T.tr[s];
-	const uint32_t sh = tr.x & 31, v = ((sh + 1) << 16) - (tr.x >> 5);
-	const uint32_t i = v >> sh;
-	return lds_u16((v >> (T.log + 1) != 0 ? i >> 1 : i) * 2 + tr.y);
-}
-
 // warp_excl_scan is the exclusive prefix sum of v over the warp, and the
 // warp's total in total.
 __device__ __forceinline__ uint32_t warp_excl_scan(uint32_t v, unsigned lane, uint32_t &total)
@@ -297,22 +103,6 @@ __device__ __forceinline__ uint32_t seq_step_word(const SeqTable &T, uint32_t s)
 {
 	const uint2 tr = T.tr[s];
 	return (tr.x & 31) | tr.y << 16;
-}
-
-// seq_step is the state after st on the symbol of step word w: a shift by
-// w's low 5 bits (a funnel shift, which takes the amount modulo 32) and the
-// entry's address in one multiply-add.
-__device__ __forceinline__ uint32_t seq_step(uint32_t st, uint32_t w)
-{
-	return lds_u16(__funnelshift_r(st, 0, w) * 2 + (w >> 16));
-}
-
-// seq_nbits is the number of bits a stream in state st puts out for the
-// symbol of transform tr: FSE's nbBitsOut, (st + deltaNbBits) >> 16, with
-// both sides 5 bits up (below 2^26).
-__device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint2 tr)
-{
-	return ((st << 5) + tr.x) >> 21;
 }
 
 // seq_states runs one stream's FSE state over a segment's k sequences,
