@@ -50,7 +50,9 @@ func TestTheCompressorHandsOutTheLongestChunksFirst(t *testing.T) {
 		}
 		return order
 	}
-	if got := run(func(i int) time.Duration { return time.Duration(i) * 4 * time.Millisecond }); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+	// Chunks 25 ms apart: at 4 ms, a sleep that overshot under -race on a
+	// busy 2-core CI machine once measured chunk 3 longer than chunk 4.
+	if got := run(func(i int) time.Duration { return time.Duration(i) * 25 * time.Millisecond }); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("first row handed out in %v, want chunk order", got)
 	}
 	if got := run(func(int) time.Duration { return 0 }); !slices.Equal(got, []int{7, 6, 5, 4, 3, 2, 1, 0}) {
