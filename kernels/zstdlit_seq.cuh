@@ -354,6 +354,12 @@ __device__ void seq_histograms_by_segment(SeqShared &S, const uint32_t *__restri
 	}
 }
 
+// carry_after is the carry out of the segment of summary m, c carried in.
+__device__ __forceinline__ uint32_t carry_after(uint32_t c, uint32_t m)
+{
+	return (meta_nseq(m) != 0 ? 0 : c) + meta_trail(m);
+}
+
 // seq_carries fills S.carry (the literals each segment's first sequence
 // carries from the segments before it: those after the last match, in
 // segments without one too) and S.nseq and S.nlit, the block's totals,
@@ -376,9 +382,8 @@ __device__ __forceinline__ void seq_carries(SeqShared &S, uint32_t nsegs, unsign
 	uint32_t add = 0, nseq = 0, nlit = 0;
 #pragma unroll
 	for (uint32_t i = 0; i < kCarrySegs; i++) {
-		const bool r = meta_nseq(m[i]) != 0;
-		add = (r ? 0 : add) + meta_trail(m[i]);
-		reset |= r;
+		add = carry_after(add, m[i]);
+		reset |= meta_nseq(m[i]) != 0;
 		nseq += meta_nseq(m[i]);
 		nlit += meta_nlit(m[i]);
 	}
@@ -400,7 +405,7 @@ __device__ __forceinline__ void seq_carries(SeqShared &S, uint32_t nsegs, unsign
 	for (uint32_t i = 0; i < kCarrySegs; i++) {
 		if (s0 + i < nsegs)
 			S.carry[s0 + i] = carry;
-		carry = (meta_nseq(m[i]) != 0 ? 0 : carry) + meta_trail(m[i]);
+		carry = carry_after(carry, m[i]);
 	}
 	uint32_t tseq, tlit;
 	warp_excl_scan(nseq, lane, tseq);
