@@ -136,7 +136,7 @@ func (p *Plan) WindowOptions() zstdlit.WindowOptions {
 // camera corpus it keeps at least 99% of libzstd's ratio at levels 1 and
 // 3, where klauspost keeps 91% (dim frames, level 1) and 97-99% (level
 // 3); at level 1 it takes a quarter less time than klauspost over the
-// corpus, at level 3 2% more (README, "Compression ratio").
+// corpus, at level 3 2% more (README, "zstd encoders").
 func (p *Plan) HostZstdEncoder() string {
 	if p.Options.ZstdEncoder != EncoderDefault {
 		return p.Options.ZstdEncoder

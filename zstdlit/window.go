@@ -73,7 +73,7 @@ const (
 // WindowOptionsFor is the windowed encoder's ladder: compression level
 // (zstd's numbering) and element size in, options out. Measured on the
 // camera corpus against libzstd, one 2 MiB chunk a frame (README,
-// "Compression ratio"):
+// "zstd encoders"):
 //
 //   - Levels 1 and 2, 16-bit: 6-byte matches, searched on even bytes, the
 //     step growing every 16 literals; a 64 Ki-entry table. 6-byte matches
