@@ -407,9 +407,7 @@ __device__ __forceinline__ void seq_carries(SeqShared &S, uint32_t nsegs, unsign
 			S.carry[s0 + i] = carry;
 		carry = carry_after(carry, m[i]);
 	}
-	uint32_t tseq, tlit;
-	warp_excl_scan(nseq, lane, tseq);
-	warp_excl_scan(nlit, lane, tlit);
+	const uint32_t tseq = __reduce_add_sync(0xffffffffu, nseq), tlit = __reduce_add_sync(0xffffffffu, nlit);
 	if (lane == 0) {
 		S.nseq = tseq;
 		S.nlit = tlit;
