@@ -72,33 +72,45 @@ template <bool Measure, bool Back> struct PendingSeed {
 		}
 	}
 	// finish writes the seed (hm masks the key's bytes of the second word).
+	// A candidate's seed is worked out whole and chosen at the end, not
+	// through branches on whether its key bytes agree and where its match
+	// ends: with four branches a position, finish took a quarter of
+	// zl_seed2's instructions and stall samples on dim frames (Nsight
+	// Compute, H100).
+	// A position without a candidate still leaves at once: on flat fields
+	// and saturated 8-bit frames most have none, and working out their
+	// seeds too made the seeds 8-9% slower there.
 	__device__ __forceinline__ void finish(uint32_t *__restrict__ out, uint32_t hm) const
 	{
 		if (at == kNoSeed)
 			return;
-		uint32_t s = c;
 		if (!Measure) {
+			// zl_seed3 keeps the branches: chosen at the end as below, its
+			// seeds took 0.6-0.8% longer (H100, two rounds side by side).
+			uint32_t s = c;
 			if (c != kNoSeed && (__funnelshift_r(x0, x1, r) != lo || (__funnelshift_r(x1, x2, r) & hm) != hi))
 				s = kNoSeed;
-		} else if (c != kNoSeed) {
-			const uint32_t d0 = __funnelshift_r(x0, x1, r) ^ lo, d1 = __funnelshift_r(x1, x2, r) ^ hi;
-			if (d0 != 0 || (d1 & hm) != 0) {
-				s = kNoSeed;
-			} else {
-				const uint32_t d2 = __funnelshift_r(x2, x3, r) ^ m2;
-				const uint32_t l = d1 != 0   ? 4 + (uint32_t)(__ffs(d1) - 1) / 8
-				                   : d2 != 0 ? 8 + (uint32_t)(__ffs(d2) - 1) / 8
-				                             : 12;
-				s = c | (l < cap ? l : cap) << kSeedLenShift;
-				if (Back) {
-					// The bytes before agree from the top of the word down.
-					const uint32_t db = __funnelshift_r(xb, x0, r) ^ pb;
-					const uint32_t b = (uint32_t)__clz(db) / 8; // 4 when db is 0
-					s |= (b < bcap ? b : bcap) << kSeedBackShift;
-				}
-			}
+			out[at] = s;
+			return;
 		}
-		out[at] = s;
+		if (c == kNoSeed) {
+			out[at] = kNoSeed;
+			return;
+		}
+		const uint32_t d0 = __funnelshift_r(x0, x1, r) ^ lo, d1 = __funnelshift_r(x1, x2, r) ^ hi;
+		const bool agree = (d0 == 0) & ((d1 & hm) == 0);
+		// The first byte that differs among bytes 4 to 11, or 12.
+		const uint32_t d2 = __funnelshift_r(x2, x3, r) ^ m2;
+		const int f = __ffsll((long long)((uint64_t)d2 << 32 | d1));
+		const uint32_t l = f == 0 ? 12 : 4 + (uint32_t)(f - 1) / 8;
+		uint32_t s = c | (l < cap ? l : cap) << kSeedLenShift;
+		if (Back) {
+			// The bytes before agree from the top of the word down.
+			const uint32_t db = __funnelshift_r(xb, x0, r) ^ pb;
+			const uint32_t b = (uint32_t)__clz(db) / 8; // 4 when db is 0
+			s |= (b < bcap ? b : bcap) << kSeedBackShift;
+		}
+		out[at] = agree ? s : kNoSeed;
 	}
 };
 
