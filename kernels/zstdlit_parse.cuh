@@ -338,11 +338,11 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			v[k] = V.word(c[k] != kNoPos ? c[k] + 4 : 0);
 		}
 		// A position is worth a look when its own candidate shares the
-		// key's bytes, or it has a seed (which does).
-		// The tests are combined bitwise, not by && and ||: nvcc made
-		// each short circuit a branch, four and a reconvergence a
-		// position, and with four warps an SM (level 3) the parse waited
-		// on those branches in 13% of its stall samples.
+		// key's bytes, or it has a seed (which does). The tests are
+		// combined bitwise, not by && and ||: nvcc made each short
+		// circuit a branch, four and a reconvergence a position, and with
+		// four warps an SM (level 3) the parse waited on those branches in
+		// 13% of its stall samples.
 		uint32_t look = 0;
 #pragma unroll
 		for (uint32_t k = 0; k < B; k++) {
