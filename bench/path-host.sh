@@ -77,7 +77,7 @@ calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
 
 "$zspool" version
 echo "== the engine alone: generating $size of camera data, then GPU bench from the file into nothing"
-"$zspool" bench --engine "$gpu" --source file --data camera --size "$size" --depth 16 --shard 8 \
+"$zspool" bench --engine "$gpu" --source file --data camera --size "$size" --depth 16 --shard 8 --level "$level" \
 	--keep "$work/cam.raw" | tee "$work/engine.out"
 frames=$(( $(stat -c %s "$work/cam.raw") / (2048 * 2048 * 2) ))
 camera_manifest "$work/cam.json" cam.raw cam 16 1 "$level"
