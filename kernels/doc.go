@@ -17,7 +17,7 @@
 // CUDA toolkit or driver. Build the GPU engine with `go build -tags cuda`
 // (the toolkit's headers, and libcuda at link time: see the Makefile).
 //
-// The kernels are written in CUDA C (zspool.cu, layout.cuh) and compiled by
+// The kernels are written in CUDA C (zspool.cu and its headers) and compiled by
 // `make kernels` into zspool.fatbin — compute_80 PTX, which any newer GPU
 // can JIT, plus sm_90 machine code for Hopper — which is committed and
 // embedded. SOURCES.sha256 records the sources it was built from; `make

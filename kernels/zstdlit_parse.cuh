@@ -168,33 +168,7 @@ __device__ __forceinline__ uint64_t segs_per_chunk(uint64_t chunk_bytes)
 	return chunk_bytes == 0 ? 1 : (chunk_bytes + kSeg - 1) / kSeg;
 }
 
-// rep_code is zstdlit's repCode: the Offset_Value of off against the
-// segment's known repeat offsets, and the history as the decoder keeps it.
-// Worked out with selects, not branches: written as repCode's early
-// returns and else-ifs, nvcc made it two nested branch regions a
-// sequence, which the lanes of a warp, each at a sequence of its own
-// kind, took one after the other.
-__device__ __forceinline__ uint32_t rep_code(uint32_t *hist, int &known, uint32_t off, bool ll0)
-{
-	const int k = known;
-	const uint32_t h0 = hist[0], h1 = hist[1], h2 = hist[2];
-	const bool r0 = !ll0 & (k >= 1) & (off == h0);
-	const bool r1 = (k >= 2) & (off == h1);
-	const bool r2 = (k >= 3) & (off == h2);
-	const bool m1 = ll0 & (k >= 1) & (off == h0 - 1);
-	uint32_t ov = m1 ? 3 : off + 3;
-	ov = r2 ? (ll0 ? 2 : 3) : ov;
-	ov = r1 ? (ll0 ? 1 : 2) : ov;
-	ov = r0 ? 1 : ov;
-	// r0 leaves the history; r1 swaps the first two (off is h1); any
-	// other offset goes in front. Both put off first and h0 second.
-	hist[0] = r0 ? h0 : off;
-	hist[1] = r0 ? h1 : h0;
-	hist[2] = r0 | r1 ? h2 : h1;
-	known = r0 | r1 ? k : (k + 1 < 3 ? k + 1 : 3);
-	return ov;
-}
-
+#include "zstdlit_repcode.cuh"
 #include "zstdlit_segment.cuh"
 
 // seed_match_len is the length of the common prefix of blk[c..] (global
@@ -440,7 +414,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			}
 		}
 		const uint32_t ll = start - litStart;
-		const uint32_t ov = rep_code(hist, known, off, ll == 0);
+		const uint32_t ov = zl_rep_code(hist, &known, off, ll == 0);
 		if (ov >= kOvEscape)
 			side[nseq] = ov;
 		slot[nseq++] = pack_seq(ll, end - start, ov < kOvEscape ? ov : kOvEscape);

@@ -1,9 +1,10 @@
 //go:build hostsim
 
 // Package hostsim runs the index math of kernels/layout.cuh on the CPU,
-// thread by thread in a plain loop, so the exact source the GPU compiles
-// can be checked against the reference on machines without a GPU (CI runs
-// it from `make kernels-check`). It needs a C compiler, not CUDA.
+// thread by thread in a plain loop, and the parse's repeat-offset coding of
+// kernels/zstdlit_repcode.cuh, so the exact source the GPU compiles can be
+// checked against the reference on machines without a GPU (CI runs it from
+// `make kernels-check`). It needs a C compiler, not CUDA.
 package hostsim
 
 /*
@@ -12,6 +13,12 @@ package hostsim
 #include <string.h>
 #include "layout.cuh"
 #include "reduce.cuh"
+#include "zstdlit_repcode.cuh"
+
+static uint32_t sim_rep_code(uint32_t *hist, int *known, uint32_t off, int ll0)
+{
+	return zl_rep_code(hist, known, off, ll0);
+}
 
 // What one scatter thread does for output vector v, minus the warp vote.
 static void sim_scatter(const zs_params *p, int wide, const uint8_t *in, uint8_t *out, uint32_t *nonfill)
@@ -160,4 +167,20 @@ func ReduceOffsets() (dOut, size uintptr) {
 func Offsets() (dGrid, gatherVec uintptr) {
 	var p C.zs_params
 	return unsafe.Offsetof(p.d_grid), unsafe.Offsetof(p.gather_vec)
+}
+
+// RepCode runs the parse's zl_rep_code: the Offset_Value of off against the
+// known entries of hist (known of them), for a sequence whose literal
+// length is 0 when ll0, updating hist and known.
+func RepCode(hist *[3]uint32, known *int, off uint32, ll0 bool) uint32 {
+	h := [3]C.uint32_t{C.uint32_t(hist[0]), C.uint32_t(hist[1]), C.uint32_t(hist[2])}
+	k := C.int(*known)
+	l := C.int(0)
+	if ll0 {
+		l = 1
+	}
+	ov := C.sim_rep_code(&h[0], &k, C.uint32_t(off), l)
+	*hist = [3]uint32{uint32(h[0]), uint32(h[1]), uint32(h[2])}
+	*known = int(k)
+	return uint32(ov)
 }
