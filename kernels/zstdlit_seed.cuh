@@ -76,10 +76,9 @@ template <bool Measure, bool Back> struct PendingSeed {
 	// through branches on whether its key bytes agree and where its match
 	// ends: with four branches a position, finish took a quarter of
 	// zl_seed2's instructions and stall samples on dim frames (Nsight
-	// Compute, H100).
-	// A position without a candidate still leaves at once: on flat fields
-	// and saturated 8-bit frames most have none, and working out their
-	// seeds too made the seeds 8-9% slower there.
+	// Compute, H100). A position without a candidate still leaves at once:
+	// on flat fields and saturated 8-bit frames most have none, and working
+	// out their seeds too made the seeds 8-9% slower there.
 	__device__ __forceinline__ void finish(uint32_t *__restrict__ out, uint32_t hm) const
 	{
 		if (at == kNoSeed)
