@@ -57,8 +57,8 @@ func sameConstants(t *testing.T, src []byte, whose string, cs []cudaConstant) {
 	}
 }
 
-// The host launches the parse and the chunk seeds with thread and part
-// counts of its own, which the kernels' CUDA constants must match: a
+// The host launches the parse, the chunk seeds and the own candidates
+// with thread and part counts of its own, which the kernels' CUDA constants must match: a
 // zl_cseed grid of other parts than the kernel's split of its table would
 // leave positions without their chunk seeds, and only the GPU tests would
 // see it.
@@ -70,6 +70,7 @@ func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 	sameConstants(t, src, "the host's launch", []cudaConstant{
 		{"kParseThreads", litParseThreads},
 		{"kCSeedThreads", litChunkSeedThreads},
+		{"kOwnWarps", litOwnWarps},
 	})
 }
 

@@ -108,6 +108,7 @@ type functions struct {
 	litSeed3                     cu.Function
 	litSeed2, litParse2          cu.Function // the even grid's (zstdlit's Options.Grid 2)
 	litChunkSeed, litParse3      cu.Function
+	litOwn3                      cu.Function
 	litCompact                   cu.Function
 	litPlan, litFrame, litEncode cu.Function
 	litChecksum                  cu.Function
@@ -191,6 +192,7 @@ func (d *Device) setup(ordinal int) error {
 	d.fn.litParse2 = get("zl_parse2")
 	d.fn.litChunkSeed = get("zl_cseed")
 	d.fn.litParse3 = get("zl_parse3")
+	d.fn.litOwn3 = get("zl_own3")
 	d.fn.litSeq = get("zl_seq")
 	d.fn.litCompact = get("zl_compact")
 	d.fn.litPlan = get("zl_plan")

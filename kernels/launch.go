@@ -8,6 +8,7 @@ import "fmt"
 const (
 	litParseThreads     = 32   // zl_parse's CTA: a warp, a segment a lane (kParseThreads)
 	litChunkSeedThreads = 1024 // zl_cseed's CTA (kCSeedThreads)
+	litOwnWarps         = 4    // zl_own3's CTA in warps, a segment each (kOwnWarps)
 	// litMaxChunkParts bounds the parts litChunkParts splits the chunk
 	// table into: a GPU with less shared memory than a 16th of the table
 	// (32 KiB) a CTA does not run the encoder's level 3.

@@ -11,7 +11,9 @@
 //   zl_seed    a thread block per block (zl_seed3 from level 3): every
 //              position's candidate from the block's earlier segments;
 //              from level 3, zl_cseed, four thread blocks per chunk, adds
-//              the chunk's earlier blocks'.
+//              the chunk's earlier blocks', and zl_own3, a warp a
+//              segment, puts each position's candidate in its own
+//              segment over its seed where the parse would take it.
 //   zl_parse   a warp per 32 segments of 512 bytes (zl_parse3 from level 3):
 //              each lane parses its own segment (zstdlit_parse.cuh) and
 //              writes its packed sequences.
@@ -348,6 +350,34 @@ extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
 				zl::chunk_insert_block(cs, off, n, key, hm, bits, tag_bits, cp, part_tab);
 			__syncthreads();
 		}
+	}
+}
+
+// zl_own3: from level 3, after zl_seed3 and zl_cseed, a warp a segment:
+// each position's candidate in its own segment, over its seed where its
+// match is long enough (own_segment).
+extern "C" __global__ void __launch_bounds__(zl::kOwnWarps * 32, 8)
+    zl_own3(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
+            uint32_t *seed, uint32_t min_match)
+{
+	__shared__ zl::OwnShared S;
+	const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	for (uint32_t j = threadIdx.x; j < zl::kOwnWarps << zl::kStrongHashBits; j += blockDim.x)
+		(&S.lanes[0][0])[j] = 0;
+	__syncthreads();
+	const uint32_t mm = min_match > zl::kStrongKey ? min_match : zl::kStrongKey;
+	const uint64_t n_segs = n_blocks * zl::kSegsPerBlock;
+	for (uint64_t s = (uint64_t)blockIdx.x * zl::kOwnWarps + w; s < n_segs; s += (uint64_t)gridDim.x * zl::kOwnWarps) {
+		uint64_t chunk, off;
+		uint32_t n;
+		zl::block_geometry(chunk_bytes, (uint32_t)bpc, s / zl::kSegsPerBlock, chunk, off, n);
+		if ((nonfill != nullptr && nonfill[chunk] == 0) || n < zl::kMinHuff)
+			continue;
+		const uint32_t a = (uint32_t)(s % zl::kSegsPerBlock) * zl::kSeg;
+		if (a >= n)
+			continue;
+		zl::own_segment(src + chunk * chunk_bytes + off, a, n - a < zl::kSeg ? n - a : zl::kSeg,
+		                seed + zl::seed_index<1>(chunk, chunk_bytes, off), mm, S.seg[w], S.tab[w], S.lanes[w], lane);
 	}
 }
 

@@ -38,9 +38,14 @@ var (
 	litSeed1Shared = zstdlit.Options{Level: 1}.SeedTableBytes()
 )
 
-// litParse3Shared is zl_parse3's ParseShared: 32 segments' bytes and their
-// tables of the strong rung (SplitTable: a byte and a bit an entry).
-var litParse3Shared = litParseThreads * (zstdlit.SegmentSize + 9*(1<<zstdlit.Options{Level: 3}.SegmentTableBits())/8)
+// litParse3Shared is zl_parse3's ParseShared: 32 segments' bytes (the
+// strong rung's parse keeps no table: zl_own3 hands it its candidates),
+// and the empty table's word.
+var litParse3Shared = litParseThreads*zstdlit.SegmentSize + 4
+
+// litOwnCTAs bounds zl_own3's grid: each CTA clears its lanes' masks
+// once, then takes segments in turn.
+const litOwnCTAs = 4096
 
 // litChunkSeedCTAs bounds zl_cseed's grid, its CTAs then taking chunks'
 // parts in turn.
@@ -198,6 +203,13 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 			args(src, cb, cu.DevicePtr(bpc), cu.DevicePtr(nChunks), nonfill, lit.seed, key, cu.DevicePtr(tb),
 				cu.DevicePtr(litTagBits(chunkBytes)), cu.DevicePtr(parts))); err != nil {
 			return fmt.Errorf("launch zstd chunk seeds: %w", err)
+		}
+	}
+	if lit.opt.Strong() {
+		if err := d.fn.litOwn3.Launch(int(min(nBlocks*zstdlit.MaxBlockSize/zstdlit.SegmentSize/litOwnWarps, litOwnCTAs)), 1, 1,
+			32*litOwnWarps, 1, 1, 0, s,
+			args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, cu.DevicePtr(lit.opt.ShortestMatch()))); err != nil {
+			return fmt.Errorf("launch zstd own candidates: %w", err)
 		}
 	}
 	if err := lit.mark(s, 0); err != nil {

@@ -121,8 +121,19 @@ constexpr uint32_t kSeedBackShift = 28;
 constexpr uint32_t kSeedBack = 4;
 static_assert(kSeedBack < 8 && (kSeedBack << kSeedBackShift) < (1u << 31),
               "a seed's back count must fit below bit 31, which marks an earlier block's seed");
+// At the strong rung a seed word may hold instead the position's
+// candidate in its own segment (zl_own3, own_segment): its block-relative
+// position, kOwnFlag, and its match's length in its first kOwnMeasured
+// bytes (capped at the segment's end), which is at least the shortest
+// match: the parse takes it as it stands.
+constexpr uint32_t kOwnFlag = 1u << 30;
+constexpr uint32_t kOwnLenShift = 24;
+constexpr uint32_t kOwnMeasured = 16;
+static_assert(kBlock < (1u << kOwnLenShift) && kOwnMeasured < 32 && kOwnFlag > (31u << kOwnLenShift),
+              "an own candidate's word: its position, then its length, then the flag, below bit 31");
 constexpr uint32_t kSeedThreads = kSeg;  // zl_seed's CTA: a position of a segment each
 constexpr uint32_t kCSeedThreads = 1024; // zl_cseed's CTA
+constexpr uint32_t kOwnWarps = 4;        // zl_own3's CTA: a warp a segment
 // kSeedTagBits is the hash bits zl_seed keeps below a position + 1 (at
 // most kBlock, 18 bits).
 constexpr uint32_t kSeedTagBits = 14;
@@ -263,6 +274,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
                                          uint32_t *__restrict__ side, uint32_t min_match, const uint8_t *__restrict__ blk,
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
+	static_assert(HB != kStrongHashBits, "parse_segment: the strong rung parses with parse_segment_own");
 	constexpr uint32_t B = batch_of<HB, G>();
 	V.S.tab.clear(V.lane); // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
@@ -351,10 +363,10 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				in_seg = true;
 			}
 			if (l < mm && sd != kNoSeed) {
-				// At the fast rung zl_seed's seeds come with their
-				// first bytes measured.
+				// zl_seed's seeds come with their first bytes
+				// measured.
 				uint32_t c = sd, ls;
-				const bool measured = HB != kStrongHashBits && (int32_t)sd >= 0;
+				const bool measured = (int32_t)sd >= 0;
 				if (measured) {
 					c = sd & kSeedPosMask;
 					// (only the grid's seeds carry more above the length)
@@ -427,6 +439,77 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	return nseq | nlit << 8 | trail << 19;
 }
 
+// parse_segment_own is parse_segment at the strong rung, every position,
+// where zl_own3 has put each position's own candidate over its seed when
+// the reference would take it: the parse keeps no table, and a batch's
+// look-ups are its seed words alone.
+template <int HB>
+__device__ uint32_t parse_segment_own(const SegView<HB> &V, uint32_t n, uint32_t *__restrict__ slot,
+                                      uint32_t *__restrict__ side, uint32_t min_match,
+                                      const uint8_t *__restrict__ blk, uint32_t a, const uint32_t *__restrict__ seed,
+                                      uint32_t key)
+{
+	constexpr uint32_t B = kStrongBatch;
+	const uint32_t mm = min_match > key ? min_match : key;
+	uint32_t hist[3] = {0, 0, 0};
+	int known = 0;
+	uint32_t nseq = 0, nlit = 0, litStart = 0;
+	uint32_t i = 0;
+	uint32_t sc[B];
+	load_seeds<HB, 1>(seed, 0, n, key, sc);
+	while (i + key <= n) {
+		const uint32_t elig = n - key - i + 1;
+		const uint32_t cnt = elig < B ? elig : B;
+		uint32_t look = 0;
+#pragma unroll
+		for (uint32_t k = 0; k < B; k++)
+			look |= (uint32_t)((k < cnt) & (sc[k] != kNoSeed)) << k;
+		uint32_t at = 0, l = 0, off = 0;
+		while (look != 0) {
+			at = (uint32_t)(__ffs(look) - 1);
+			look &= look - 1;
+			uint32_t sd = sc[0];
+#pragma unroll
+			for (uint32_t k = 1; k < B; k++)
+				if (at == k)
+					sd = sc[k];
+			const uint32_t p = i + at;
+			if ((int32_t)sd >= 0 && (sd & kOwnFlag) != 0) {
+				const uint32_t c = (sd & ((1u << kOwnLenShift) - 1)) - a;
+				const uint32_t got = (sd >> kOwnLenShift) & 31;
+				l = got < kOwnMeasured ? got : kOwnMeasured + V.match_len(c + kOwnMeasured, p + kOwnMeasured, n);
+				off = p - c;
+				break;
+			}
+			const uint32_t ls = seed_match_len(V, blk, sd, p, n, 0);
+			if (ls >= mm) {
+				l = ls;
+				off = a + p - sd;
+				break;
+			}
+			l = 0;
+		}
+		if (l == 0) {
+			i += cnt;
+			load_seeds<HB, 1>(seed, i, n, key, sc);
+			continue;
+		}
+		const uint32_t p = i + at, end = p + l;
+		load_seeds<HB, 1>(seed, end, n, key, sc);
+		const uint32_t ll = p - litStart;
+		const uint32_t ov = zl_rep_code(hist, &known, off, ll == 0);
+		if (ov >= kOvEscape)
+			side[nseq] = ov;
+		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
+		nlit += ll;
+		litStart = end;
+		i = end;
+	}
+	const uint32_t trail = n - litStart;
+	nlit += trail;
+	return nseq | nlit << 8 | trail << 19;
+}
+
 // block_geometry finds block bi's chunk, its offset in the chunk and its
 // length.
 __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bpc, uint64_t bi, uint64_t &chunk,
@@ -461,8 +544,12 @@ __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
-	segMeta[g] = parse_segment<HB, G>(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs, min_match,
-	                                  blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
+	if constexpr (HB == kStrongHashBits)
+		segMeta[g] = parse_segment_own<HB>(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs,
+		                                   min_match, blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
+	else
+		segMeta[g] = parse_segment<HB, G>(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs,
+		                                  min_match, blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
 }
 
 #endif

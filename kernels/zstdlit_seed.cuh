@@ -240,4 +240,112 @@ __device__ __forceinline__ void chunk_insert_block(const uint8_t *__restrict__ c
 	}
 }
 
+// zl_own3 (the strong rung): every position's candidate in its own
+// segment, worked out apart from the parse. The reference puts every
+// position it passes in the segment's table, inside matches too, so the
+// table's entry at i is the latest position before i in the segment with
+// i's hash, whatever the parse chose: it depends on the segment's bytes
+// only. Where that candidate's match reaches the shortest match, the
+// parse takes it without asking the seed, so zl_own3 writes it over the
+// position's seed (after zl_seed3 and zl_cseed): its block-relative
+// position, kOwnFlag, and its length measured over its first
+// kOwnMeasured bytes. The parse then keeps no table of its own, and its
+// shared memory is the segments' bytes alone: thirteen warps an SM where
+// the table's 36 KiB a warp left four. Side by side with the parse that
+// kept it (H100, two rounds, the same bytes), zl_parse3 took 20.8 -> 13.3
+// ms a GiB on dim frames, 20.9 -> 14.9 on bright cells, 18.7 -> 15.3 on
+// flat fields, 23.0 -> 14.5 on 8-bit frames and 25.9 -> 12.8 on saturated
+// ones, for 3.6 to 4.5 ms of zl_own3: level 3's kernels 4 to 20% faster,
+// flat fields 0.3% slower.
+static_assert(kStrongKey == 5, "own_segment: a key of a word and one byte");
+
+// OwnShared is a zl_own3 warp's segment (its words, zero past its end,
+// with room for the reads past it) and its table of latest positions.
+struct alignas(16) OwnShared {
+	alignas(16) uint32_t seg[kOwnWarps][kSegWords + 8];
+	uint16_t tab[kOwnWarps][1u << kStrongHashBits];
+	// A round's lanes by hash, each a bit (__match_any_sync's answer),
+	// cleared again as soon as read: all zero between rounds.
+	uint32_t lanes[kOwnWarps][1u << kStrongHashBits];
+};
+
+// own_segment writes the own candidates of the segment of len bytes a
+// bytes into the block at blk whose match is at least mm bytes into out
+// (the block's seeds), the warp taking 32 positions a round: a round's
+// candidates are the latest of its own lanes with the same hash, else the
+// table's, which holds the rounds before. The lanes of a hash are found
+// by each ORing its bit into lanes[h]; __match_any_sync, which answers
+// the same, took zl_own3 9 ms a GiB against 5.5 (H100, level 3, bright
+// cells, with eight warps a CTA against four), and branches on whether a
+// lane's position has a whole key made nvcc hash it three times.
+__device__ __forceinline__ void own_segment(const uint8_t *__restrict__ blk, uint32_t a, uint32_t len,
+                                            uint32_t *__restrict__ out, uint32_t mm, uint32_t *sw, uint16_t *tab,
+                                            uint32_t *lanes, unsigned lane)
+{
+	const uint8_t *p = blk + a;
+	if (len == kSeg && ((uintptr_t)p & 15) == 0) {
+		reinterpret_cast<uint4 *>(sw)[lane] = __ldg(reinterpret_cast<const uint4 *>(p) + lane);
+		if (lane < 8)
+			sw[kSegWords + lane] = 0;
+	} else {
+		for (uint32_t j = lane; j < kSegWords + 8; j += 32) {
+			const uint32_t at = 4 * j;
+			uint32_t v = 0;
+			if (at + 4 <= len) {
+				v = gword(p + at);
+			} else {
+				for (uint32_t b = 0; at + b < len; b++)
+					v |= (uint32_t)p[at + b] << (8 * b);
+			}
+			sw[j] = v;
+		}
+	}
+	for (uint32_t j = lane; j < (1u << kStrongHashBits) / 2; j += 32)
+		reinterpret_cast<uint32_t *>(tab)[j] = 0xFFFFFFFFu;
+	__syncwarp();
+	const auto word = [&](uint32_t pos) -> uint32_t {
+		return __funnelshift_r(sw[pos >> 2], sw[(pos >> 2) + 1], (pos & 3) * 8);
+	};
+	for (uint32_t base = 0; base + kStrongKey <= len; base += 32) {
+		const uint32_t i = base + lane;
+		const bool elig = i + kStrongKey <= len;
+		const uint32_t q = elig ? i : 0, r = (q & 3) * 8;
+		const uint32_t w0 = sw[q >> 2], w1 = sw[(q >> 2) + 1], w2 = sw[(q >> 2) + 2];
+		const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r);
+		const uint32_t h = seed_hash(lo, hi8 & 0xFFu, kStrongHashBits);
+		// Without branches: a lane past the key's reach adds no bit,
+		// and its clearing of position 0's entry comes after every read.
+		atomicOr(&lanes[h], (uint32_t)elig << lane);
+		__syncwarp();
+		const uint32_t m = lanes[h], t = tab[h];
+		const uint32_t below = m & ((1u << lane) - 1);
+		const uint32_t c = below != 0 ? base + 31 - __clz(below) : t;
+		__syncwarp();
+		lanes[h] = 0;
+		if (elig & ((m >> lane) == 1u))
+			tab[h] = (uint16_t)i;
+		if (elig && c != 0xFFFFu) {
+			const uint32_t rc = (c & 3) * 8;
+			const uint32_t v0 = sw[c >> 2], v1 = sw[(c >> 2) + 1], v2 = sw[(c >> 2) + 2];
+			const uint32_t x0 = __funnelshift_r(v0, v1, rc) ^ lo, x1 = __funnelshift_r(v1, v2, rc) ^ hi8;
+			// The key (five bytes) first: most candidates differ there.
+			if (x0 == 0 && (x1 & 0xFFu) == 0) {
+				uint32_t l = 4 + (x1 != 0 ? (uint32_t)(__ffs(x1) - 1) / 8 : 4);
+				if (l == 8) {
+					const uint32_t x2 = word(c + 8) ^ __funnelshift_r(w2, sw[(q >> 2) + 3], r);
+					l += x2 != 0 ? (uint32_t)(__ffs(x2) - 1) / 8 : 4;
+					if (l == 12) {
+						const uint32_t x3 = word(c + 12) ^ word(i + 12);
+						l += x3 != 0 ? (uint32_t)(__ffs(x3) - 1) / 8 : 4;
+					}
+				}
+				l = l < len - i ? l : len - i;
+				if (l >= mm)
+					out[a + i] = (a + c) | l << kOwnLenShift | kOwnFlag;
+			}
+		}
+		__syncwarp();
+	}
+}
+
 #endif

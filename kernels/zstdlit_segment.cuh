@@ -33,34 +33,6 @@ template <int HB> struct Packed3Table {
 	}
 };
 
-// SplitTable keeps an entry's low 8 bits in a byte and its ninth in a
-// bit: the strong rung's 2^10 entries in 288 words where three a word take
-// 342, which lets four warps' parse fit an SM instead of three. A store
-// is a byte store and one read-modify-write.
-template <int HB> struct SplitTable {
-	static constexpr uint32_t kLoWords = (1u << HB) / 4, kHiWords = (1u << HB) / 32;
-	uint32_t lo[kLoWords][kParseThreads];
-	uint32_t hi[kHiWords][kParseThreads];
-	__device__ __forceinline__ void clear(unsigned lane)
-	{
-		for (uint32_t k = 0; k < kLoWords; k++)
-			lo[k][lane] = 0xFFFFFFFFu;
-		for (uint32_t k = 0; k < kHiWords; k++)
-			hi[k][lane] = 0xFFFFFFFFu;
-	}
-	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane) const
-	{
-		const uint32_t b = (lo[h >> 2][lane] >> ((h & 3) * 8)) & 0xFF;
-		return (uint16_t)(b | ((hi[h >> 5][lane] >> (h & 31)) & 1) << 8);
-	}
-	__device__ __forceinline__ void set(uint32_t h, unsigned lane, uint32_t pos)
-	{
-		reinterpret_cast<uint8_t *>(&lo[h >> 2][lane])[h & 3] = (uint8_t)pos;
-		uint32_t &x = hi[h >> 5][lane];
-		x = (x & ~(1u << (h & 31))) | (pos >> 8) << (h & 31);
-	}
-};
-static_assert((1u << kStrongHashBits) % 32 == 0, "SplitTable: whole words of bits");
 
 // GridTable is the even grid's: an entry is the position's grid index
 // (position / 2) in a byte, 0xFF for none, which is never an eligible
@@ -88,14 +60,20 @@ template <int HB> struct GridTable {
 };
 static_assert((kSeg - 2) / 2 == 0xFF, "GridTable: 0xFF must be the last even position's index");
 
-// TableOf is the layout of a rung's table: the strong rung's split, the
-// even grid's a byte an entry, and three a word for the fast rung's
-// (where one load a look-up wins).
+// TableOf is the layout of a rung's table: the even grid's a byte an
+// entry, three a word for the fast rung's (where one load a look-up
+// wins), and none at the strong rung.
 template <int HB> struct TableOf {
 	using type = Packed3Table<HB>;
 };
+// The strong rung's parse keeps no table: zl_own3 hands it its own
+// candidates in the seed words. Its 2^10 entries, a byte and a bit each,
+// took 36 KiB a warp (52 with the segments' bytes), four warps an SM;
+// without them thirteen fit.
+struct NoTable {
+};
 template <> struct TableOf<kStrongHashBits> {
-	using type = SplitTable<kStrongHashBits>;
+	using type = NoTable;
 };
 template <> struct TableOf<kGridHashBits> {
 	using type = GridTable<kGridHashBits>;
@@ -107,14 +85,16 @@ static_assert(kGridHashBits != kFastHashBits && kGridHashBits != kStrongHashBits
 // ParseShared holds, for each of the warp's 32 segments, its bytes and
 // its table, both interleaved by lane as the tables are. At the fast rung
 // 21 KiB a CTA, so that ten of them (warps) fit an SM: the parse waits on
-// its loads and wants warps to switch to. The strong rung's table takes
-// 52 KiB a CTA, four an SM, from dynamic shared memory.
+// its loads and wants warps to switch to. The strong rung's, bytes alone,
+// takes 16 KiB, from dynamic shared memory.
 constexpr uint32_t kSegWords = kSeg / 4;
 template <int HB> struct ParseShared {
 	uint32_t data[kSegWords][kParseThreads];
 	typename TableOf<HB>::type tab;
 };
 static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
+static_assert(sizeof(ParseShared<kStrongHashBits>) == kSeg * kParseThreads + 4,
+              "zl_parse3's shared memory is what the host asks for (litParse3Shared)");
 
 // SegView reads one lane's segment out of ParseShared.
 template <int HB> struct SegView {
