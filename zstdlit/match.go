@@ -27,7 +27,9 @@ import "encoding/binary"
 //     rung's bits for each table.
 //   - The segment's own table holds, by hash, the latest eligible
 //     position before i in the segment (every one is inserted, inside
-//     matches too).
+//     matches too). So it does not depend on the parse, only on the
+//     segment's bytes: the GPU works it out apart at level 3 (zl_own3)
+//     and its parse keeps no table.
 //   - The block's table, the seed, holds, by hash, the latest eligible
 //     position of the block's earlier segments: a segment's positions
 //     enter it only after the whole segment is parsed. It does not depend
