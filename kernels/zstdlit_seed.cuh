@@ -328,7 +328,8 @@ __device__ __forceinline__ void own_segment(const uint8_t *__restrict__ blk, uin
 			const uint32_t rc = (c & 3) * 8;
 			const uint32_t v0 = sw[c >> 2], v1 = sw[(c >> 2) + 1], v2 = sw[(c >> 2) + 2];
 			const uint32_t x0 = __funnelshift_r(v0, v1, rc) ^ lo, x1 = __funnelshift_r(v1, v2, rc) ^ hi8;
-			// The key (five bytes) first: most candidates differ there.
+			// The key (five bytes) first; only a candidate that shares it
+			// is measured further.
 			if (x0 == 0 && (x1 & 0xFFu) == 0) {
 				uint32_t l = 4 + (x1 != 0 ? (uint32_t)(__ffs(x1) - 1) / 8 : 4);
 				if (l == 8) {
