@@ -206,7 +206,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		}
 	}
 	if lit.opt.Strong() {
-		if err := d.fn.litOwn3.Launch(int(min(nBlocks*zstdlit.MaxBlockSize/zstdlit.SegmentSize/litOwnWarps, litOwnCTAs)), 1, 1,
+		if err := d.fn.litOwn3.Launch(int(min(nBlocks*litSegThreads/litOwnWarps, litOwnCTAs)), 1, 1,
 			32*litOwnWarps, 1, 1, 0, s,
 			args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, cu.DevicePtr(lit.opt.ShortestMatch()))); err != nil {
 			return fmt.Errorf("launch zstd own candidates: %w", err)

@@ -122,14 +122,15 @@ constexpr uint32_t kSeedBack = 4;
 static_assert(kSeedBack < 8 && (kSeedBack << kSeedBackShift) < (1u << 31),
               "a seed's back count must fit below bit 31, which marks an earlier block's seed");
 // At the strong rung a seed word may hold instead the position's
-// candidate in its own segment (zl_own3, own_segment): its block-relative
-// position, kOwnFlag, and its match's length in its first kOwnMeasured
-// bytes (capped at the segment's end), which is at least the shortest
-// match: the parse takes it as it stands.
+// candidate in its own segment (zl_own3, own_segment), laid out as the
+// fast rung's measured seeds are: its block-relative position below
+// kSeedLenShift, its match's length in its first kOwnMeasured bytes
+// (capped at the segment's end, and at least the shortest match) above
+// it, and kOwnFlag. The parse takes it as it stands.
 constexpr uint32_t kOwnFlag = 1u << 30;
-constexpr uint32_t kOwnLenShift = 24;
 constexpr uint32_t kOwnMeasured = 16;
-static_assert(kBlock < (1u << kOwnLenShift) && kOwnMeasured < 32 && kOwnFlag > (31u << kOwnLenShift),
+constexpr uint32_t kOwnLenMask = 31;
+static_assert(kOwnMeasured <= kOwnLenMask && kOwnFlag > (kOwnLenMask << kSeedLenShift),
               "an own candidate's word: its position, then its length, then the flag, below bit 31");
 constexpr uint32_t kSeedThreads = kSeg;  // zl_seed's CTA: a position of a segment each
 constexpr uint32_t kCSeedThreads = 1024; // zl_cseed's CTA
@@ -443,8 +444,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 // where zl_own3 has put each position's own candidate over its seed when
 // the reference would take it: the parse keeps no table, and a batch's
 // look-ups are its seed words alone.
-template <int HB>
-__device__ uint32_t parse_segment_own(const SegView<HB> &V, uint32_t n, uint32_t *__restrict__ slot,
+__device__ uint32_t parse_segment_own(const SegView<kStrongHashBits> &V, uint32_t n, uint32_t *__restrict__ slot,
                                       uint32_t *__restrict__ side, uint32_t min_match,
                                       const uint8_t *__restrict__ blk, uint32_t a, const uint32_t *__restrict__ seed,
                                       uint32_t key)
@@ -456,7 +456,7 @@ __device__ uint32_t parse_segment_own(const SegView<HB> &V, uint32_t n, uint32_t
 	uint32_t nseq = 0, nlit = 0, litStart = 0;
 	uint32_t i = 0;
 	uint32_t sc[B];
-	load_seeds<HB, 1>(seed, 0, n, key, sc);
+	load_seeds<kStrongHashBits, 1>(seed, 0, n, key, sc);
 	while (i + key <= n) {
 		const uint32_t elig = n - key - i + 1;
 		const uint32_t cnt = elig < B ? elig : B;
@@ -475,8 +475,8 @@ __device__ uint32_t parse_segment_own(const SegView<HB> &V, uint32_t n, uint32_t
 					sd = sc[k];
 			const uint32_t p = i + at;
 			if ((int32_t)sd >= 0 && (sd & kOwnFlag) != 0) {
-				const uint32_t c = (sd & ((1u << kOwnLenShift) - 1)) - a;
-				const uint32_t got = (sd >> kOwnLenShift) & 31;
+				const uint32_t c = (sd & kSeedPosMask) - a;
+				const uint32_t got = sd >> kSeedLenShift & kOwnLenMask;
 				l = got < kOwnMeasured ? got : kOwnMeasured + V.match_len(c + kOwnMeasured, p + kOwnMeasured, n);
 				off = p - c;
 				break;
@@ -491,11 +491,11 @@ __device__ uint32_t parse_segment_own(const SegView<HB> &V, uint32_t n, uint32_t
 		}
 		if (l == 0) {
 			i += cnt;
-			load_seeds<HB, 1>(seed, i, n, key, sc);
+			load_seeds<kStrongHashBits, 1>(seed, i, n, key, sc);
 			continue;
 		}
 		const uint32_t p = i + at, end = p + l;
-		load_seeds<HB, 1>(seed, end, n, key, sc);
+		load_seeds<kStrongHashBits, 1>(seed, end, n, key, sc);
 		const uint32_t ll = p - litStart;
 		const uint32_t ov = zl_rep_code(hist, &known, off, ll == 0);
 		if (ov >= kOvEscape)
@@ -545,7 +545,7 @@ __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
 	if constexpr (HB == kStrongHashBits)
-		segMeta[g] = parse_segment_own<HB>(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs,
+		segMeta[g] = parse_segment_own(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs,
 		                                   min_match, blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
 	else
 		segMeta[g] = parse_segment<HB, G>(SegView<HB>{S, lane}, len, seqBuf + g * kSlotSeqs, side + g * kSlotSeqs,

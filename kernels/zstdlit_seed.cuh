@@ -342,7 +342,7 @@ __device__ __forceinline__ void own_segment(const uint8_t *__restrict__ blk, uin
 				}
 				l = l < len - i ? l : len - i;
 				if (l >= mm)
-					out[a + i] = (a + c) | l << kOwnLenShift | kOwnFlag;
+					out[a + i] = (a + c) | l << kSeedLenShift | kOwnFlag;
 			}
 		}
 		__syncwarp();
