@@ -248,6 +248,36 @@ __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, ui
 		sc[k] = i + G * k + key <= n ? __ldg(seed + i / G + k) : kNoSeed;
 }
 
+// SegmentSeqs is a lane's parse so far: the segment's repeat offsets,
+// the sequences and literals it has written, and where its pending
+// literals start.
+struct SegmentSeqs {
+	uint32_t hist[3] = {0, 0, 0};
+	int known = 0;
+	uint32_t nseq = 0, nlit = 0, litStart = 0;
+	// emit writes the sequence of the match of start..end-1 at offset off,
+	// its literals those from litStart: packed to slot, an Offset_Value of
+	// kOvEscape and more to side.
+	__device__ __forceinline__ void emit(uint32_t *__restrict__ slot, uint32_t *__restrict__ side, uint32_t start,
+	                                     uint32_t end, uint32_t off)
+	{
+		const uint32_t ll = start - litStart;
+		const uint32_t ov = zl_rep_code(hist, &known, off, ll == 0);
+		if (ov >= kOvEscape)
+			side[nseq] = ov;
+		slot[nseq++] = pack_seq(ll, end - start, ov < kOvEscape ? ov : kOvEscape);
+		nlit += ll;
+		litStart = end;
+	}
+	// summary is the segment's summary word (segMeta) once its n bytes are
+	// parsed.
+	__device__ __forceinline__ uint32_t summary(uint32_t n) const
+	{
+		const uint32_t trail = n - litStart;
+		return nseq | (nlit + trail) << 8 | trail << 19;
+	}
+};
+
 // parse_segment is zstdlit's parseSegment for the lane's segment of n
 // bytes in S, which starts a bytes into the block at blk: the segment's
 // own candidate first, then, when its match falls short, the seed's (seed
@@ -279,9 +309,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	constexpr uint32_t B = batch_of<HB, G>();
 	V.S.tab.clear(V.lane); // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
-	uint32_t hist[3] = {0, 0, 0};
-	int known = 0;
-	uint32_t nseq = 0, nlit = 0, litStart = 0;
+	SegmentSeqs out;
 	uint32_t i = 0;
 	// Through 775861c the strong rung loaded the next batch's seeds a batch
 	// ahead (57b850e: with batches of eight, the parse waited on those
@@ -417,27 +445,19 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			// The candidate's bytes before it: the segment's own from
 			// p - off, or the block's (global memory) from a + p - off.
 			if (in_seg) {
-				while (start > litStart && start - 1 >= off && V.byte(start - 1) == V.byte(start - 1 - off))
+				while (start > out.litStart && start - 1 >= off && V.byte(start - 1) == V.byte(start - 1 - off))
 					start--;
 			} else {
-				start -= back < start - litStart ? back : start - litStart;
+				start -= back < start - out.litStart ? back : start - out.litStart;
 				if (back_more)
-					while (start > litStart && a + start - 1 >= off && V.byte(start - 1) == blk[a + start - 1 - off])
+					while (start > out.litStart && a + start - 1 >= off && V.byte(start - 1) == blk[a + start - 1 - off])
 						start--;
 			}
 		}
-		const uint32_t ll = start - litStart;
-		const uint32_t ov = zl_rep_code(hist, &known, off, ll == 0);
-		if (ov >= kOvEscape)
-			side[nseq] = ov;
-		slot[nseq++] = pack_seq(ll, end - start, ov < kOvEscape ? ov : kOvEscape);
-		nlit += ll;
-		litStart = end;
+		out.emit(slot, side, start, end, off);
 		i = inext;
 	}
-	const uint32_t trail = n - litStart;
-	nlit += trail;
-	return nseq | nlit << 8 | trail << 19;
+	return out.summary(n);
 }
 
 // parse_segment_own is parse_segment at the strong rung, every position,
@@ -451,9 +471,7 @@ __device__ uint32_t parse_segment_own(const SegView<kStrongHashBits> &V, uint32_
 {
 	constexpr uint32_t B = kStrongBatch;
 	const uint32_t mm = min_match > key ? min_match : key;
-	uint32_t hist[3] = {0, 0, 0};
-	int known = 0;
-	uint32_t nseq = 0, nlit = 0, litStart = 0;
+	SegmentSeqs out;
 	uint32_t i = 0;
 	uint32_t sc[B];
 	load_seeds<kStrongHashBits, 1>(seed, 0, n, key, sc);
@@ -496,18 +514,10 @@ __device__ uint32_t parse_segment_own(const SegView<kStrongHashBits> &V, uint32_
 		}
 		const uint32_t p = i + at, end = p + l;
 		load_seeds<kStrongHashBits, 1>(seed, end, n, key, sc);
-		const uint32_t ll = p - litStart;
-		const uint32_t ov = zl_rep_code(hist, &known, off, ll == 0);
-		if (ov >= kOvEscape)
-			side[nseq] = ov;
-		slot[nseq++] = pack_seq(ll, l, ov < kOvEscape ? ov : kOvEscape);
-		nlit += ll;
-		litStart = end;
+		out.emit(slot, side, p, end, off);
 		i = end;
 	}
-	const uint32_t trail = n - litStart;
-	nlit += trail;
-	return nseq | nlit << 8 | trail << 19;
+	return out.summary(n);
 }
 
 // block_geometry finds block bi's chunk, its offset in the chunk and its
