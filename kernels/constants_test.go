@@ -71,6 +71,7 @@ func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 		{"kParseThreads", litParseThreads},
 		{"kCSeedThreads", litChunkSeedThreads},
 		{"kOwnWarps", litOwnWarps},
+		{"kSlotStride", litSlotStride},
 	})
 }
 

@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/zspool/zspool/zstdlit"
+)
 
 // The launch geometry the host and the CUDA sources share, outside the
 // cuda build so that CI, which has no GPU, checks it against the sources
@@ -9,6 +13,10 @@ const (
 	litParseThreads     = 32   // zl_parse's CTA: a warp, a segment a lane (kParseThreads)
 	litChunkSeedThreads = 1024 // zl_cseed's CTA (kCSeedThreads)
 	litOwnWarps         = 4    // zl_own3's CTA in warps, a segment each (kOwnWarps)
+	// litSlotStride is a segment's room for its packed sequences, in
+	// words: the most it holds, rounded up to whole groups of four, which
+	// the parse stores at once (kSlotStride).
+	litSlotStride = (zstdlit.MaxSegmentSeqs + 3) / 4 * 4
 	// litMaxChunkParts bounds the parts litChunkParts splits the chunk
 	// table into: a GPU with less shared memory than a 16th of the table
 	// (32 KiB) a CTA does not run the encoder's level 3.

@@ -18,8 +18,8 @@ import (
 
 const (
 	litBlockBytes = 208 // sizeof(zl::Block)
-	// litSlotBytes is a segment's room for packed sequences (kSlotSeqs).
-	litSlotBytes  = zstdlit.MaxSegmentSeqs * 4
+	// litSlotBytes is a segment's room for packed sequences (kSlotStride).
+	litSlotBytes  = litSlotStride * 4
 	litSegThreads = zstdlit.MaxBlockSize / zstdlit.SegmentSize
 	litParseCTAs  = litSegThreads / litParseThreads // zl_parse's CTAs a block (kParseCTAs)
 	litTableBytes = 256 * 4

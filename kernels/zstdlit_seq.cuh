@@ -186,7 +186,7 @@ struct SlotRegs {
 	__device__ __forceinline__ void load(const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ side,
 	                                     uint64_t g0, uint32_t s, uint32_t k, unsigned lane)
 	{
-		const uint64_t at = (g0 + s) * kSlotSeqs;
+		const uint64_t at = (g0 + s) * kSlotStride;
 #pragma unroll
 		for (uint32_t r = 0; r < kSlotRounds; r++) {
 			const uint32_t j = lane + 32 * r;
@@ -198,7 +198,7 @@ struct SlotRegs {
 	__device__ __forceinline__ void load_seqs(const uint32_t *__restrict__ seqBuf, uint64_t g0, uint32_t s, uint32_t k,
 	                                          unsigned lane)
 	{
-		const uint64_t at = (g0 + s) * kSlotSeqs;
+		const uint64_t at = (g0 + s) * kSlotStride;
 #pragma unroll
 		for (uint32_t r = 0; r < kSlotRounds; r++) {
 			const uint32_t j = lane + 32 * r;
@@ -326,7 +326,7 @@ __device__ void seq_histograms_by_lane(SeqShared &S, const uint32_t *__restrict_
 	for (uint32_t s0 = 0; s0 < nsegs; s0 += 32) {
 		const uint32_t s = s0 + lane;
 		const uint32_t k = s < nsegs ? meta_nseq(S.meta[s]) : 0;
-		const uint64_t at = (g0 + s) * kSlotSeqs;
+		const uint64_t at = (g0 + s) * kSlotStride;
 		for (uint32_t j = 0; j < k; j++) {
 			const uint32_t q = __ldg(seqBuf + at + j);
 			seq_count(S, q, seq_ov(q) == kOvEscape ? __ldg(side + at + j) : seq_ov(q), j == 0 ? S.carry[s] : 0);
