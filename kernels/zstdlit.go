@@ -112,9 +112,13 @@ func (s *litScratch) buffers() []litBuffer {
 	return []litBuffer{
 		{&s.blocks, s.capBlocks * litBlockBytes}, {&s.tables, s.capBlocks * litTableBytes}, {&s.err, 8},
 		{&s.seqs, s.capSegs * litSlotBytes}, {&s.meta, s.capSegs * 4}, {&s.lit, s.cap},
-		{&s.seed, 4 * s.cap}, {&s.side, s.capSegs * litSlotBytes},
+		{&s.seed, 4*s.cap + litSeedPad}, {&s.side, s.capSegs * litSlotBytes},
 	}
 }
+
+// litSeedPad follows the seeds: zl_cseed loads a run's eight seeds
+// together, up to 3 words past the last chunk's.
+const litSeedPad = 32
 
 // newLitScratch is the scratch for up to nChunks chunks of up to
 // chunkBytes, nothing allocated yet.
