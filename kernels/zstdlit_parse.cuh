@@ -259,9 +259,9 @@ __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, ui
 // literals start. Sequences go out four at a time, a 16-byte store to the
 // slot and, when one escapes, one to the side slot: each lane stores to a
 // segment of its own, so every store of a warp is 32 sectors however few
-// bytes it carries. A store a sequence (two where it escapes, as most do
-// on dim frames) sent 6.7 GB through L2 for 1 GiB of dim frames, which
-// kept it 64% busy (Nsight Compute, zl_parse2, H100). Side by side with
+// bytes it carries. A store a sequence (and a second where its offset
+// escapes) sent 6.7 GB through L2 for 1 GiB of dim frames, which kept it
+// 64% busy (Nsight Compute, zl_parse2, H100). Side by side with
 // that (H100, two rounds, the same bytes): level 1's parse 8.44 -> 7.21 ms
 // a GiB on dim frames and 5.65 -> 5.07 on bright cells, level 3's 14.9 ->
 // 13.6 on bright cells and 12.7 -> 11.4 on saturated 8-bit frames; pairs
