@@ -434,25 +434,21 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				in_seg = true;
 			}
 			if (l < mm && sd != kNoSeed) {
-				// zl_seed's seeds come with their first bytes
-				// measured.
-				uint32_t c = sd, ls;
-				const bool measured = (int32_t)sd >= 0;
-				if (measured) {
-					c = sd & kSeedPosMask;
-					// (only the grid's seeds carry more above the length)
-					const uint32_t known = G > 1 ? sd >> kSeedLenShift & kSeedLenMask : sd >> kSeedLenShift;
-					ls = known < kSeedMeasured || known == n - p ? known : seed_match_len(V, blk, c, p, n, known);
-				} else {
-					ls = seed_match_len(V, blk, c, p, n, 0);
-				}
+				// zl_seed's seeds come with their first bytes measured
+				// (the fast rung has no chunk table, whose seeds do
+				// not).
+				const uint32_t c = sd & kSeedPosMask;
+				// (only the grid's seeds carry more above the length)
+				const uint32_t known = G > 1 ? sd >> kSeedLenShift & kSeedLenMask : sd >> kSeedLenShift;
+				const uint32_t ls =
+				    known < kSeedMeasured || known == n - p ? known : seed_match_len(V, blk, c, p, n, known);
 				if (ls >= mm) {
 					l = ls;
 					off = a + p - c;
 					in_seg = false;
 					if constexpr (G > 1) {
-						back = measured ? sd >> kSeedBackShift : 0;
-						back_more = !measured || back == kSeedBack;
+						back = sd >> kSeedBackShift;
+						back_more = back == kSeedBack;
 					}
 				}
 			}
