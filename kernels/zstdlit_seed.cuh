@@ -304,17 +304,8 @@ __device__ __forceinline__ void own_segment(const uint8_t *__restrict__ blk, uin
 		if (lane < 8)
 			sw[kSegWords + lane] = 0;
 	} else {
-		for (uint32_t j = lane; j < kSegWords + 8; j += 32) {
-			const uint32_t at = 4 * j;
-			uint32_t v = 0;
-			if (at + 4 <= len) {
-				v = gword(p + at);
-			} else {
-				for (uint32_t b = 0; at + b < len; b++)
-					v |= (uint32_t)p[at + b] << (8 * b);
-			}
-			sw[j] = v;
-		}
+		for (uint32_t j = lane; j < kSegWords + 8; j += 32)
+			sw[j] = chunk_word(p, 4 * j, len);
 	}
 	for (uint32_t j = lane; j < (1u << kStrongHashBits) / 2; j += 32)
 		reinterpret_cast<uint32_t *>(tab)[j] = 0xFFFFFFFFu;
