@@ -39,9 +39,8 @@ var (
 )
 
 // litParse3Shared is zl_parse3's ParseShared: 32 segments' bytes (the
-// strong rung's parse keeps no table: zl_own3 hands it its candidates),
-// and the empty table's word.
-var litParse3Shared = litParseThreads*zstdlit.SegmentSize + 4
+// strong rung's parse keeps no table: zl_own3 hands it its candidates).
+var litParse3Shared = litParseThreads * zstdlit.SegmentSize
 
 // litOwnCTAs bounds zl_own3's grid: each CTA clears its lanes' masks
 // once, then takes segments in turn.

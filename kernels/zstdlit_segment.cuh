@@ -62,18 +62,9 @@ static_assert((kSeg - 2) / 2 == 0xFF, "GridTable: 0xFF must be the last even pos
 
 // TableOf is the layout of a rung's table: the even grid's a byte an
 // entry, three a word for the fast rung's (where one load a look-up
-// wins), and none at the strong rung.
+// wins). The strong rung's parse keeps none (ParseShared below).
 template <int HB> struct TableOf {
 	using type = Packed3Table<HB>;
-};
-// The strong rung's parse keeps no table: zl_own3 hands it its own
-// candidates in the seed words. Its 2^10 entries, a byte and a bit each,
-// took 36 KiB a warp (52 with the segments' bytes), four warps an SM;
-// without them thirteen fit.
-struct NoTable {
-};
-template <> struct TableOf<kStrongHashBits> {
-	using type = NoTable;
 };
 template <> struct TableOf<kGridHashBits> {
 	using type = GridTable<kGridHashBits>;
@@ -92,8 +83,15 @@ template <int HB> struct ParseShared {
 	uint32_t data[kSegWords][kParseThreads];
 	typename TableOf<HB>::type tab;
 };
+// The strong rung's parse keeps no table: zl_own3 hands it its own
+// candidates in the seed words. Its 2^10 entries, a byte and a bit each,
+// took 36 KiB a warp (52 with the segments' bytes), four warps an SM;
+// without them thirteen fit.
+template <> struct ParseShared<kStrongHashBits> {
+	uint32_t data[kSegWords][kParseThreads];
+};
 static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's shared memory exceeds the static limit");
-static_assert(sizeof(ParseShared<kStrongHashBits>) == kSeg * kParseThreads + 4,
+static_assert(sizeof(ParseShared<kStrongHashBits>) == kSeg * kParseThreads,
               "zl_parse3's shared memory is what the host asks for (litParse3Shared)");
 
 // SegView reads one lane's segment out of ParseShared.
