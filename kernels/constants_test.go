@@ -20,7 +20,7 @@ func TestTheParseKernelsSegmentGeometryIsTheReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	strongest := zstdlit.Options{Level: 3}
-	sameConstants(t, src, "the reference's", []cudaConstant{
+	sameConstants(t, "zstdlit_parse.cuh", src, "the reference's", []cudaConstant{
 		{"kSeg", zstdlit.SegmentSize},
 		{"kFastHashBits", zstdlit.Options{Level: 1}.SegmentTableBits()},
 		{"kGridHashBits", zstdlit.Options{Level: 1, ElemSize: 2}.SegmentTableBits()},
@@ -33,46 +33,52 @@ func TestTheParseKernelsSegmentGeometryIsTheReferences(t *testing.T) {
 	})
 }
 
-// cudaConstant is a constexpr of zstdlit_parse.cuh and the value the Go
-// side has for it.
+// cudaConstant is a constexpr of a CUDA source and the value the Go side
+// has for it.
 type cudaConstant struct {
 	name string
 	want int
 }
 
-// sameConstants reads each constant's value from src and compares it with
-// the Go side's, whose is naming it in the failure.
-func sameConstants(t *testing.T, src []byte, whose string, cs []cudaConstant) {
+// sameConstants reads each constant's value from src, the text of file,
+// and compares it with the Go side's, whose is naming it in the failure.
+func sameConstants(t *testing.T, file string, src []byte, whose string, cs []cudaConstant) {
 	t.Helper()
 	for _, tc := range cs {
 		t.Run(tc.name, func(t *testing.T) {
 			m := regexp.MustCompile(`constexpr \w+ ` + tc.name + ` = (\d+);`).FindSubmatch(src)
 			if m == nil {
-				t.Fatalf("zstdlit_parse.cuh defines no %s", tc.name)
+				t.Fatalf("%s defines no %s", file, tc.name)
 			}
 			if got, _ := strconv.Atoi(string(m[1])); got != tc.want {
-				t.Fatalf("%s = %d in zstdlit_parse.cuh, %s is %d", tc.name, got, whose, tc.want)
+				t.Fatalf("%s = %d in %s, %s is %d", tc.name, got, file, whose, tc.want)
 			}
 		})
 	}
 }
 
-// The host launches the parse, the chunk seeds and the own candidates
-// with thread and part counts of its own, which the kernels' CUDA constants must match: a
-// zl_cseed grid of other parts than the kernel's split of its table would
-// leave positions without their chunk seeds, and only the GPU tests would
-// see it.
+// The host launches the parse, the chunk seeds, the own candidates and the
+// sequences with thread and part counts of its own, which the kernels'
+// CUDA constants must match: a zl_cseed grid of other parts than the
+// kernel's split of its table would leave positions without their chunk
+// seeds, a zl_seq grid of other warps a CTA blocks without their
+// sequences, and only the GPU tests would see it.
 func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 	src, err := os.ReadFile("zstdlit_parse.cuh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameConstants(t, src, "the host's launch", []cudaConstant{
+	sameConstants(t, "zstdlit_parse.cuh", src, "the host's launch", []cudaConstant{
 		{"kParseThreads", litParseThreads},
 		{"kCSeedThreads", litChunkSeedThreads},
 		{"kOwnWarps", litOwnWarps},
 		{"kSlotStride", litSlotStride},
 	})
+	seq, err := os.ReadFile("zstdlit_seq.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameConstants(t, "zstdlit_seq.cuh", seq, "the host's launch", []cudaConstant{{"kSeqWarps", litSeqWarps}})
 }
 
 // zl_cseed keeps its part of the chunk table in shared memory, and every

@@ -13,6 +13,7 @@ const (
 	litParseThreads     = 32   // zl_parse's CTA: a warp, a segment a lane (kParseThreads)
 	litChunkSeedThreads = 1024 // zl_cseed's CTA (kCSeedThreads)
 	litOwnWarps         = 4    // zl_own3's CTA in warps, a segment each (kOwnWarps)
+	litSeqWarps         = 3    // zl_seq's CTA in warps, a block each (kSeqWarps)
 	// litSlotStride is a segment's room for its packed sequences, in
 	// words: the most it holds, rounded up to whole groups of four, which
 	// the parse stores at once (kSlotStride).

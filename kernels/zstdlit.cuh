@@ -436,16 +436,20 @@ extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
 	                                         seed, side, key, S);
 }
 
-// zl_seq: one warp per block; the sequences section.
-extern "C" __global__ void __launch_bounds__(32)
+// zl_seq: one warp per block, kSeqWarps warps a CTA, each with its own
+// shared memory; the sequences section.
+extern "C" __global__ void __launch_bounds__(zl::kSeqWarps * 32)
     zl_seq(uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill, const uint32_t *seq_buf,
            const uint32_t *side, const uint32_t *seg_meta, uint8_t *lit, zl::Block *blocks)
 {
-	__shared__ zl::SeqShared S;
-	S.load_tables();
+	__shared__ zl::SeqShared shared[zl::kSeqWarps];
+	const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	zl::SeqShared &S = shared[w];
+	S.load_tables(lane);
 	__syncwarp();
-	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
-		zl::seq_block(chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, side, seg_meta, lit, blocks, bi, S);
+	for (uint64_t bi = (uint64_t)blockIdx.x * zl::kSeqWarps + w; bi < n_blocks;
+	     bi += (uint64_t)gridDim.x * zl::kSeqWarps) {
+		zl::seq_block(chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, side, seg_meta, lit, blocks, bi, S, lane);
 		__syncwarp();
 	}
 }

@@ -226,7 +226,8 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	if err := lit.mark(s, 1); err != nil {
 		return err
 	}
-	if err := d.fn.litSeq.Launch(grid, 1, 1, 32, 1, 1, 0, s,
+	seqGrid := int(min(ceilDiv(uint64(nBlocks), litSeqWarps), 1<<30))
+	if err := d.fn.litSeq.Launch(seqGrid, 1, 1, 32*litSeqWarps, 1, 1, 0, s,
 		args(cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.side, lit.meta, lit.lit, lit.blocks)); err != nil {
 		return fmt.Errorf("launch zstd sequences: %w", err)
 	}

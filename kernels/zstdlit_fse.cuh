@@ -60,7 +60,7 @@ constexpr int kMaxFSESymbols = 53;
 // the smaller symbol). zstdlit's normalize. norm and rem (scratch) hold
 // maxSym+1 entries; the callers keep them in shared memory, as an array a
 // thread indexes at run time would live in its local memory.
-__device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *norm, uint32_t *rem)
+__device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int16_t *norm, uint32_t *rem)
 {
 	// 32-bit arithmetic is exact here: a count is at most a block's 2^17
 	// bytes and the rest at most 2^9, so their product stays below 2^26
@@ -81,7 +81,7 @@ __device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *n
 	for (int s = 0; s <= maxSym; s++)
 		if (count[s] != 0) {
 			const uint32_t q = count[s] * rest;
-			norm[s] += (int)(q / total);
+			norm[s] += (int16_t)(q / total);
 			given += q / total;
 			rem[s] = q % total;
 		}
@@ -97,7 +97,7 @@ __device__ void fse_normalize(const uint32_t *count, int maxSym, int log, int *n
 
 // fse_write_ncount writes the FSE table description (RFC 8878 §4.1.1) of
 // norm into out and returns its length. zstdlit's appendNCount.
-__device__ uint32_t fse_write_ncount(const int *norm, int maxSym, int log, uint8_t *out)
+__device__ uint32_t fse_write_ncount(const int16_t *norm, int maxSym, int log, uint8_t *out)
 {
 	uint32_t len = 0;
 	uint64_t acc = 0;
@@ -152,7 +152,7 @@ __device__ uint32_t fse_write_ncount(const int *norm, int maxSym, int log, uint8
 // fse_spread lays out norm's symbols (0..maxSym) over the 1 << log
 // entries of spread as the decoder's table does: FSE's step of 5/8 of the
 // table plus 3.
-__device__ __forceinline__ void fse_spread(const int *norm, int maxSym, int log, uint8_t *spread)
+__device__ __forceinline__ void fse_spread(const int16_t *norm, int maxSym, int log, uint8_t *spread)
 {
 	const int size = 1 << log;
 	int pos = 0;
@@ -169,7 +169,7 @@ __device__ __forceinline__ void fse_spread(const int *norm, int maxSym, int log,
 // symbol, the states the decoder's spread gives it; deltaNbBits and
 // deltaFind are each symbol's transform. spread (1 << log entries) and
 // next (maxSym+1) are scratch.
-__device__ void fse_build_ctable(const int *norm, int maxSym, int log, uint8_t *spread, int *next, uint16_t *state,
+__device__ void fse_build_ctable(const int16_t *norm, int maxSym, int log, uint8_t *spread, int *next, uint16_t *state,
                                  uint32_t *deltaNbBits, int32_t *deltaFind)
 {
 	const int size = 1 << log;
@@ -211,7 +211,7 @@ __device__ __forceinline__ uint32_t fse_init_state(const uint16_t *state, const 
 // a thread's local memory, where arrays indexed at run time go, each of
 // its loads waited on the cache.
 template <int N> struct FseWork {
-	int norm[N];
+	int16_t norm[N]; // at most 2^9
 	uint32_t rem[N];
 	int next[N];
 };

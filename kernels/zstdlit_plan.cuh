@@ -38,7 +38,7 @@ __device__ __forceinline__ void fse_weight_step(const FseScratch &F, uint32_t &x
 // len, with the state table the decoder builds from norm, and returns the
 // new length. zstdlit's fseEncodeWith after the description. The states
 // take the symbols in turn, the last symbol's state first.
-__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int *norm, int maxSym, int log, uint8_t *out,
+__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int16_t *norm, int maxSym, int log, uint8_t *out,
                                       uint32_t len, FseScratch &F)
 {
 	fse_build_ctable(norm, maxSym, log, F.spread, F.w.next, F.state, F.deltaNbBits, F.deltaFind);

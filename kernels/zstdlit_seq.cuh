@@ -19,25 +19,35 @@
 // sequence's literal length, with the carry from before the segment, 8
 // more; kSlotSeqs of them and a partial word fit the stage.
 constexpr uint32_t kSeqMaxBits = 68;
+
+// zl_seq's CTA in warps, each a block's with shared memory of its own
+// (SeqShared). Shared memory is what limits how many warps an SM holds
+// while the state chains wait on their loads (an H100 ran zl_seq 13%
+// longer on dim frames with 14 warps an SM than with 16), and the GPU
+// reserves 1 KiB of it a CTA: three warps pay it once, and seven such
+// CTAs (21 warps) fit in an H100's 228 KiB where 16 CTAs of one warp
+// did before SeqShared's diet. Two warps a CTA hold 20: zl_seq 1% faster
+// than 16 on dim frames, three 5% (side by side, one H100).
+constexpr uint32_t kSeqWarps = 3;
 constexpr uint32_t kSeqStageWords = (31 + kSlotSeqs * kSeqMaxBits) / 32 + 3;
 
 // SeqCounts is the first pass's: the codes' histograms and the tables'
 // scratch, dead once the tables are built.
 struct SeqCounts {
 	uint32_t hll[kLLSyms], hml[kMLSyms], hof[kOFSyms];
-	uint8_t spread[3][512];
+	uint8_t spread[2 * 512 + 256]; // LL, OF (a table of 2^8 at most), ML
 	FseWork<kMaxSeqSyms> work[3];
 	uint8_t ncount[3][96]; // the tables' descriptions
 };
 
 // SeqBatch is the second pass's, a batch of whole segments' sequences at
 // a time (seq_code_batch): their values and codes, each code's step
-// (seq_step_word), then each stream's state before each sequence, from
+// word (SeqTable::step), then each stream's state before each sequence, from
 // which the bits it puts out follow.
 struct SeqBatch {
 	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
 	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as SeqShared::t
-	uint32_t step[3][kSlotSeqs];
+	uint16_t step[3][kSlotSeqs];
 	uint16_t sv[3][kSlotSeqs];
 	// The bitstream's words from stage0 on, built with atomicOr, the
 	// complete ones flushed after each batch.
@@ -46,9 +56,12 @@ struct SeqBatch {
 
 struct SeqShared {
 	SeqTable t[3]; // LL, OF, ML
-	uint32_t carry[kSegsPerBlock];
-	uint32_t meta[kSegsPerBlock]; // each segment's summary word
-	alignas(4) uint16_t next[kSeqNextLL + kSeqNextOF + kSeqNextML]; // LL, OF, ML (seq_step_word)
+	// Each segment's summary word (meta_nseq, meta_nlit, meta_trail), and
+	// from seq_carries on its sequences and carry (seq_carry): a second
+	// array for the carries would cost 1 KiB of the warp's shared memory,
+	// which is what limits how many of zl_seq's warps an SM holds.
+	uint32_t meta[kSegsPerBlock];
+	alignas(4) uint16_t next[kSeqNextLL + kSeqNextOF + kSeqNextML]; // LL, OF, ML (build_seq_ctable)
 	// The two passes' scratch share their memory: shared memory is what
 	// limits how many of zl_seq's warps an SM holds, and the chains wait
 	// on their loads.
@@ -58,24 +71,25 @@ struct SeqShared {
 	};
 	uint32_t fin[3]; // each stream's final state
 	uint32_t nseq, nlit, hdr;
-	// The extra-bits tables: a warp's lanes index them all differently,
-	// which constant memory would serve one address at a time.
-	uint32_t llBase[kLLSyms], mlBase[kMLSyms];
-	uint8_t llBits[kLLSyms], mlBits[kMLSyms];
-	__device__ void load_tables()
+	// The extra-bits tables of the codes that have extra bits, literal
+	// length codes from 16 and match length codes from 32 (a code below
+	// them is its length, less 3 for a match), each entry the code's
+	// baseline with its extra bits' count in the top byte: a warp's lanes
+	// index them all differently, which constant memory would serve one
+	// address at a time.
+	uint32_t llExtra[kLLSyms - kLLPlain], mlExtra[kMLSyms - kMLPlain];
+	__device__ void load_tables(unsigned lane)
 	{
-		for (int i = threadIdx.x; i < kLLSyms; i += blockDim.x) {
-			llBase[i] = kLLBase[i];
-			llBits[i] = kLLBits[i];
-		}
-		for (int i = threadIdx.x; i < kMLSyms; i += blockDim.x) {
-			mlBase[i] = kMLBase[i];
-			mlBits[i] = kMLBits[i];
-		}
+		for (int i = lane; i < kLLSyms - kLLPlain; i += 32)
+			llExtra[i] = kLLBase[kLLPlain + i] | (uint32_t)kLLBits[kLLPlain + i] << 24;
+		for (int i = lane; i < kMLSyms - kMLPlain; i += 32)
+			mlExtra[i] = kMLBase[kMLPlain + i] | (uint32_t)kMLBits[kMLPlain + i] << 24;
 	}
 };
-static_assert(__builtin_offsetof(SeqShared, next) >= 2 * kSeqNextLL && sizeof(SeqShared) <= 0xFFFF,
-              "seq_step_word: a symbol's entries' address must fit 16 bits and not go below 0");
+
+// seq_carry is the carry in a summary word seq_carries has rewritten: it
+// keeps meta_nseq's byte and puts the carry (at most a block, 2^17) above.
+__device__ __forceinline__ uint32_t seq_carry(uint32_t m) { return m >> 8; }
 
 // warp_excl_scan is the exclusive prefix sum of v over the warp, and the
 // warp's total in total.
@@ -91,20 +105,6 @@ __device__ __forceinline__ uint32_t warp_excl_scan(uint32_t v, unsigned lane, ui
 	return x - v;
 }
 
-// seq_step_word is what the state chain needs of symbol s's transform
-// (build_seq_ctable's) in one word: mb - 1 in the low 5 bits (bits 5 to 15
-// clear) and the shared-memory address of its entries above (below 2^16:
-// SeqShared is smaller, and its next table lies 2 KiB or more into it, so
-// that the address of a symbol's index 0, at most 2^10 entries before its
-// first, is not negative). The lanes fill a batch's words before the chain
-// runs, which then loads one a step; 4 bytes instead of the transform's 8
-// keep zl_seq at 16 warps an SM.
-__device__ __forceinline__ uint32_t seq_step_word(const SeqTable &T, uint32_t s)
-{
-	const uint2 tr = T.tr[s];
-	return (tr.x & 31) | tr.y << 16;
-}
-
 // seq_states runs one stream's FSE state over a segment's k sequences,
 // last first, as the encoder meets them, recording the state before each
 // (none for the block's last sequence, which sets the state and puts out
@@ -112,23 +112,27 @@ __device__ __forceinline__ uint32_t seq_step_word(const SeqTable &T, uint32_t s)
 // one. The chain is serial, one lane a stream, so it does only what the
 // next state needs; the bits each state puts out are worked out by the
 // whole warp afterwards (seq_bits).
-__device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_t *step, uint16_t *sv, uint32_t k,
-                           uint32_t &st, bool started)
+__device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint16_t *step, uint16_t *sv, uint32_t k,
+                           uint32_t e0, uint32_t &st, bool started)
 {
 	int j = (int)k - 1;
 	if (!started) {
-		st = seq_init(T, code[j]);
+		st = seq_init(T, code[j], e0);
 		j--;
 	}
-	if (T.rle)
+	if (T.rle) {
+		// State 0 for every sequence, from which seq_bits finds no bits.
+		for (; j >= 0; j--)
+			sv[j] = 0;
 		return;
+	}
 #pragma unroll 4
 	for (; j >= 0; j--) {
 		// The step is loaded before the store: ptxas keeps a load after
 		// a store it may alias, and the store waits on the state.
 		const uint32_t w = step[j];
 		sv[j] = (uint16_t)st;
-		st = seq_step(st, w);
+		st = seq_step(st, w, e0);
 	}
 }
 
@@ -136,9 +140,9 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint32_
 // then the LL, ML and OF extra bits), and their count in n: the states
 // and the LL extra bits (at most 42) in the value, the ML and OF extra
 // bits (at most 26) in hi, their count in nhi. init marks the block's last
-// sequence, whose states put out nothing. An RLE stream's states are never
-// recorded, but its transform (build_seq_table) puts out nothing from any
-// 16-bit value, so the lanes take one path.
+// sequence, whose states put out nothing. An RLE stream's states are all
+// 0 (seq_states), from which its transform (build_seq_table) puts out
+// nothing, so the lanes take one path.
 __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, bool init, uint32_t &n, uint32_t &hi,
                                              uint32_t &nhi)
 {
@@ -147,7 +151,7 @@ __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, boo
 #pragma unroll
 	for (int x = 0; x < 3; x++) {
 		const uint32_t st = S.g.sv[x][j];
-		nb[x] = init ? 0 : seq_nbits(st, S.t[x].tr[x == 0 ? llc : x == 1 ? ofc : mlc]);
+		nb[x] = init ? 0 : seq_nbits(st, S.t[x].sym[x == 0 ? llc : x == 1 ? ofc : mlc]);
 		val[x] = st & ((1u << nb[x]) - 1);
 	}
 	uint64_t v = val[1];
@@ -156,10 +160,12 @@ __device__ __forceinline__ uint64_t seq_bits(const SeqShared &S, uint32_t j, boo
 	at += nb[2];
 	v |= (uint64_t)val[0] << at;
 	at += nb[0];
-	v |= (uint64_t)(S.g.ll[j] - S.llBase[llc]) << at;
-	n = at + S.llBits[llc];
-	hi = (S.g.ml[j] - S.mlBase[mlc]) | (S.g.ov[j] & ((1u << ofc) - 1)) << S.mlBits[mlc];
-	nhi = S.mlBits[mlc] + ofc;
+	const uint32_t lx = llc < kLLPlain ? llc : S.llExtra[llc - kLLPlain];
+	const uint32_t mx = mlc < kMLPlain ? mlc + 3 : S.mlExtra[mlc - kMLPlain];
+	v |= (uint64_t)(S.g.ll[j] - (lx & 0xFFFFFF)) << at;
+	n = at + (lx >> 24);
+	hi = (S.g.ml[j] - (mx & 0xFFFFFF)) | (S.g.ov[j] & ((1u << ofc) - 1)) << (mx >> 24);
+	nhi = (mx >> 24) + ofc;
 	return v;
 }
 
@@ -227,7 +233,7 @@ __device__ __forceinline__ void seq_gather(SeqShared &S, const SlotRegs &here, u
 		const uint32_t j = lane + 32 * r, q = here.q[r];
 		if (j >= k)
 			continue;
-		const uint32_t ll = seq_ll(q) + (j == 0 ? S.carry[s] : 0), ml = seq_ml(q);
+		const uint32_t ll = seq_ll(q) + (j == 0 ? seq_carry(S.meta[s]) : 0), ml = seq_ml(q);
 		const uint32_t ov = here.ov(r);
 		const uint32_t i = pos + j;
 		S.g.ll[i] = ll;
@@ -237,7 +243,7 @@ __device__ __forceinline__ void seq_gather(SeqShared &S, const SlotRegs &here, u
 #pragma unroll
 		for (int x = 0; x < 3; x++) {
 			S.g.code[x][i] = (uint8_t)cd[x];
-			S.g.step[x][i] = seq_step_word(S.t[x], cd[x]);
+			S.g.step[x][i] = (uint16_t)S.t[x].sym[cd[x]];
 		}
 	}
 }
@@ -259,7 +265,8 @@ __device__ void seq_code_batch(SeqShared &S, const SeqTable &T, uint32_t pos, co
 	const uint32_t k = kSlotSeqs - pos;
 	__syncwarp();
 	if (lane < 3)
-		seq_states(T, S.g.code[lane] + pos, S.g.step[lane] + pos, S.g.sv[lane] + pos, k, c.st, c.started);
+		seq_states(T, S.g.code[lane] + pos, S.g.step[lane] + pos, S.g.sv[lane] + pos, k, seq_e0(S.next), c.st,
+		           c.started);
 	const bool first = !c.started;
 	c.started = true;
 	__syncwarp();
@@ -329,7 +336,7 @@ __device__ void seq_histograms_by_lane(SeqShared &S, const uint32_t *__restrict_
 		const uint64_t at = (g0 + s) * kSlotStride;
 		for (uint32_t j = 0; j < k; j++) {
 			const uint32_t q = __ldg(seqBuf + at + j);
-			seq_count(S, q, seq_ov(q) == kOvEscape ? __ldg(side + at + j) : seq_ov(q), j == 0 ? S.carry[s] : 0);
+			seq_count(S, q, seq_ov(q) == kOvEscape ? __ldg(side + at + j) : seq_ov(q), j == 0 ? seq_carry(S.meta[s]) : 0);
 		}
 	}
 }
@@ -349,7 +356,7 @@ __device__ void seq_histograms_by_segment(SeqShared &S, const uint32_t *__restri
 		for (uint32_t r = 0; r < kSlotRounds; r++) {
 			const uint32_t j = lane + 32 * r;
 			if (j < k)
-				seq_count(S, here.q[r], here.ov(r), j == 0 ? S.carry[s] : 0);
+				seq_count(S, here.q[r], here.ov(r), j == 0 ? seq_carry(S.meta[s]) : 0);
 		}
 	}
 }
@@ -360,10 +367,10 @@ __device__ __forceinline__ uint32_t carry_after(uint32_t c, uint32_t m)
 	return (meta_nseq(m) != 0 ? 0 : c) + meta_trail(m);
 }
 
-// seq_carries fills S.carry (the literals each segment's first sequence
-// carries from the segments before it: those after the last match, in
-// segments without one too) and S.nseq and S.nlit, the block's totals,
-// from the segments' summary words. A carry steps as c -> (k != 0 ? 0 :
+// seq_carries rewrites S.meta with each segment's carry (the literals
+// its first sequence carries from the segments before it: those after the
+// last match, in segments without one too) and fills S.nseq and S.nlit,
+// the block's totals, from the segments' summary words. A carry steps as c -> (k != 0 ? 0 :
 // c) + trail, which composes: a run of segments is one step, "reset or
 // not, then add". Each lane takes eight consecutive segments, the warp
 // scans the lanes' steps, and each lane then walks its eight from the
@@ -403,8 +410,10 @@ __device__ __forceinline__ void seq_carries(SeqShared &S, uint32_t nsegs, unsign
 		carry = 0;
 #pragma unroll
 	for (uint32_t i = 0; i < kCarrySegs; i++) {
+		// Each lane rewrites the words it read, and it read them all
+		// before the scan.
 		if (s0 + i < nsegs)
-			S.carry[s0 + i] = carry;
+			S.meta[s0 + i] = meta_nseq(m[i]) | carry << 8;
 		carry = carry_after(carry, m[i]);
 	}
 	const uint32_t tseq = __reduce_add_sync(0xffffffffu, nseq), tlit = __reduce_add_sync(0xffffffffu, nlit);
@@ -421,9 +430,9 @@ __device__ __forceinline__ void seq_carries(SeqShared &S, uint32_t nsegs, unsign
 __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__restrict__ nonfill,
                           const uint32_t *__restrict__ seqBuf, const uint32_t *__restrict__ side,
                           const uint32_t *__restrict__ segMeta,
-                          uint8_t *__restrict__ lit, Block *__restrict__ blocks, uint64_t bi, SeqShared &S)
+                          uint8_t *__restrict__ lit, Block *__restrict__ blocks, uint64_t bi, SeqShared &S,
+                          unsigned lane)
 {
-	const unsigned lane = threadIdx.x;
 	Block *out = blocks + bi;
 	uint64_t chunk, off;
 	uint32_t n;
@@ -459,7 +468,7 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	// (three branches would run one after the other).
 	if (lane < 3)
 		build_seq_table(S.t[lane], S.next + (lane == 0 ? 0 : lane == 1 ? kSeqNextLL : kSeqNextLL + kSeqNextOF),
-		                S.c.ncount[lane], S.c.spread[lane], S.c.work[lane],
+		                lane == 0 ? 0 : lane == 1 ? kSeqNextLL : kSeqNextLL + kSeqNextOF, S.c.ncount[lane], S.c.spread + (lane == 0 ? 0 : lane == 1 ? 512 : 768), S.c.work[lane],
 		                lane == 0 ? S.c.hll : lane == 1 ? S.c.hof : S.c.hml,
 		                lane == 0 ? kLLSyms : lane == 1 ? kOFSyms : kMLSyms, lane == 1 ? 8 : 9, nseq);
 	__syncwarp();

@@ -53,13 +53,21 @@ __constant__ uint8_t kMLBits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                     0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 constexpr int kLLSyms = 36, kMLSyms = 53, kOFSyms = 32;
+// The codes below these have no extra bits: each is its literal length,
+// or its match length less 3.
+constexpr int kLLPlain = 16, kMLPlain = 32;
 constexpr int kMaxSeqSyms = kMaxFSESymbols;
 
 // One sequence code stream's coder: RLE (no state) or an FSE table, whose
 // states are in the stream's part of SeqShared::next and its symbols'
-// transforms in tr (build_seq_ctable).
+// transforms in sym (build_seq_ctable).
 struct SeqTable {
-	uint2 tr[kMaxSeqSyms];
+	// Each symbol's transform in one word: its step word (seq_step) in
+	// the low half and its threshold c << mb (at most 2^10) in the high
+	// half, at or above which a state puts out mb bits, below it mb - 1
+	// (seq_nbits). Four bytes a symbol where FSE's deltaNbBits and the
+	// entries' address took eight keep 1 KiB of each warp's shared memory.
+	uint32_t sym[kMaxSeqSyms];
 	uint32_t log;
 	uint32_t rle;
 	uint32_t ncountLen; // its description's bytes, in SeqCounts::ncount until the header is written
@@ -70,6 +78,14 @@ struct SeqTable {
 // (build_seq_ctable): 2^10 entries for the literal and match length codes,
 // 2^9 for the offset codes (log 8 at most).
 constexpr uint32_t kSeqNextLL = 1024, kSeqNextOF = 512, kSeqNextML = 1024;
+
+// A step word (SeqTable::step) holds mb - 1 (at most 8) in its low 4 bits
+// and, above them, the entry in SeqShared::next of the symbol's index 0
+// plus kSeqStepBias: index 0 lies up to 2^10 entries before the symbol's
+// first entry, which may be next's first.
+constexpr uint32_t kSeqStepBias = 1024;
+static_assert(kSeqNextLL + kSeqNextOF + kSeqNextML + kSeqStepBias <= 1u << 12,
+              "a step word's entry must fit its 12 bits");
 
 // seq_table_log is zstdlit's tableLog (zstd's FSE_optimalTableLog).
 __device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
@@ -100,29 +116,27 @@ __device__ int seq_table_log(uint32_t n, int maxSym, int maxLog)
 // state i's entry (nbBits mb - 1), one at or above it state (i >> 1)'s
 // (nbBits mb). A step is then one shift and one multiply-add before the
 // load. As R ≤ 2c, the entries number at most twice the table's. Each
-// symbol's transform (tr) carries mb - 1 in its low 5 bits and
-// deltaNbBits above them (seq_nbits), and the shared-memory address of its
-// index 0. spread, rank and at are scratch; one thread.
-__device__ void build_seq_ctable(const int *norm, int maxSym, int log, uint8_t *spread, int *rank, uint32_t *at,
-                                 uint16_t *E, uint2 *tr)
+// symbol's step word carries mb - 1 and where its index 0 lies (E's first
+// entry is entry eoff of SeqShared::next). spread, rank and at are
+// scratch; one thread.
+__device__ void build_seq_ctable(const int16_t *norm, int maxSym, int log, uint8_t *spread, int *rank, uint32_t *at,
+                                 uint16_t *E, uint32_t eoff, SeqTable &T)
 {
 	const int size = 1 << log;
 	fse_spread(norm, maxSym, log, spread);
-	const uint32_t base = (uint32_t)__cvta_generic_to_shared(E);
 	int off = 0;
 	for (int s = 0; s <= maxSym; s++) {
 		const int c = norm[s];
 		if (c == 0) {
-			tr[s] = make_uint2(0, 0);
+			T.sym[s] = 0;
 			continue;
 		}
 		const int hb = c > 1 ? high_bit((uint32_t)(c - 1)) : 0;
 		const uint32_t mb = (uint32_t)(log - hb);
 		const int R = 2 << hb;
-		const uint32_t dnb = (mb << 16) - ((uint32_t)c << mb);
 		// E[at + i] is the entry of index i (at may be negative: i ≥ R).
 		at[s] = (uint32_t)(off - R);
-		tr[s] = make_uint2(dnb << 5 | (mb - 1), base + 2 * at[s]);
+		T.sym[s] = (mb - 1) | (eoff + kSeqStepBias + at[s]) << 4 | (uint32_t)c << mb << 16;
 		// A state's rank among the symbol's, from c as in FSE, and R
 		// above it.
 		rank[s] = c | R << 16;
@@ -146,7 +160,7 @@ __device__ void build_seq_ctable(const int *norm, int maxSym, int log, uint8_t *
 
 // build_seq_table is seqCoder.plan and newFSETable: the mode, the table
 // description and the encoding table for one code stream. One thread.
-__device__ void build_seq_table(SeqTable &T, uint16_t *E, uint8_t *ncount, uint8_t *spread, FseWork<kMaxSeqSyms> &W,
+__device__ void build_seq_table(SeqTable &T, uint16_t *E, uint32_t eoff, uint8_t *ncount, uint8_t *spread, FseWork<kMaxSeqSyms> &W,
                                 const uint32_t *count, int alphabet, int maxLog, uint32_t nseq)
 {
 	int maxSym = 0, distinct = 0, only = 0;
@@ -161,10 +175,10 @@ __device__ void build_seq_table(SeqTable &T, uint16_t *E, uint8_t *ncount, uint8
 		T.mode = 1;
 		ncount[0] = (uint8_t)only;
 		T.ncountLen = 1;
-		// The symbol's transform puts out no bits from any state below
-		// 2^16, so that seq_bits needs no branch for an RLE stream (whose
-		// chain never runs and records no states).
-		T.tr[only] = make_uint2(0, 0);
+		// The symbol's transform puts out no bits from state 0, which
+		// seq_states records for every sequence of an RLE stream, so
+		// that seq_bits needs no branch for one.
+		T.sym[only] = 1u << 16;
 		return;
 	}
 	T.rle = 0;
@@ -173,7 +187,7 @@ __device__ void build_seq_table(SeqTable &T, uint16_t *E, uint8_t *ncount, uint8
 	T.log = (uint32_t)log;
 	fse_normalize(count, maxSym, log, W.norm, W.rem);
 	T.ncountLen = fse_write_ncount(W.norm, maxSym, log, ncount);
-	build_seq_ctable(W.norm, maxSym, log, spread, W.next, W.rem, E, T.tr);
+	build_seq_ctable(W.norm, maxSym, log, spread, W.next, W.rem, E, eoff, T);
 }
 
 // lds_u16 loads the 16-bit word at shared-memory address a.
@@ -184,35 +198,41 @@ __device__ __forceinline__ uint32_t lds_u16(uint32_t a)
 	return v;
 }
 
+// seq_e0 is where seq_init and seq_step find a step word's entries: the
+// shared-memory address of SeqShared::next less the bias.
+__device__ __forceinline__ uint32_t seq_e0(const uint16_t *next)
+{
+	return (uint32_t)__cvta_generic_to_shared(next) - 2 * kSeqStepBias;
+}
+
 // seq_init is fse_init_state: the state a stream starts in to end on
 // symbol s, FSE's state[(v >> mb) + deltaFind] for v = c << mb, the
-// symbol's first state: in build_seq_ctable's entries index 2c (v >> (mb -
-// 1)), or c when c is a power of two, whose states all lie below v =
-// 2^(log+1) and so index their own entries.
-__device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s)
+// symbol's first state (its threshold): in build_seq_ctable's entries
+// index 2c (v >> (mb - 1)), or c when c is a power of two, whose states
+// all lie below v = 2^(log+1) and so index their own entries.
+__device__ __forceinline__ uint32_t seq_init(const SeqTable &T, uint32_t s, uint32_t e0)
 {
 	if (T.rle)
 		return 0;
-	const uint2 tr = T.tr[s];
-	const uint32_t sh = tr.x & 31, v = ((sh + 1) << 16) - (tr.x >> 5);
-	const uint32_t i = v >> sh;
-	return lds_u16((v >> (T.log + 1) != 0 ? i >> 1 : i) * 2 + tr.y);
+	const uint32_t y = T.sym[s];
+	const uint32_t sh = y & 15, v = y >> 16, i = v >> sh;
+	return lds_u16((v >> (T.log + 1) != 0 ? i >> 1 : i) * 2 + (y & 0xFFFF) / 16 * 2 + e0);
 }
 
 // seq_step is the state after st on the symbol of step word w: a shift by
-// w's low 5 bits (a funnel shift, which takes the amount modulo 32) and the
-// entry's address in one multiply-add.
-__device__ __forceinline__ uint32_t seq_step(uint32_t st, uint32_t w)
+// mb - 1 and the entry's address in one multiply-add, both from w, which
+// the chain loads ahead of the state.
+__device__ __forceinline__ uint32_t seq_step(uint32_t st, uint32_t w, uint32_t e0)
 {
-	return lds_u16(__funnelshift_r(st, 0, w) * 2 + (w >> 16));
+	return lds_u16((st >> (w & 15)) * 2 + ((w >> 4) * 2 + e0));
 }
 
 // seq_nbits is the number of bits a stream in state st puts out for the
-// symbol of transform tr: FSE's nbBitsOut, (st + deltaNbBits) >> 16, with
-// both sides 5 bits up (below 2^26).
-__device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint2 tr)
+// symbol of transform y (SeqTable::sym): FSE's nbBitsOut, mb - 1 below
+// the symbol's threshold and mb at or above it.
+__device__ __forceinline__ uint32_t seq_nbits(uint32_t st, uint32_t y)
 {
-	return ((st << 5) + tr.x) >> 21;
+	return (y & 15) + (st >= y >> 16 ? 1 : 0);
 }
 
 #endif
