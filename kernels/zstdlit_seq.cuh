@@ -41,9 +41,9 @@ struct SeqCounts {
 };
 
 // SeqBatch is the second pass's, a batch of whole segments' sequences at
-// a time (seq_code_batch): their values and codes, each code's step
-// word (SeqTable::step), then each stream's state before each sequence, from
-// which the bits it puts out follow.
+// a time (seq_code_batch): their values and codes, each code's step word
+// (SeqTable::sym's low half), then each stream's state before each
+// sequence, from which the bits it puts out follow.
 struct SeqBatch {
 	uint32_t ll[kSlotSeqs], ml[kSlotSeqs], ov[kSlotSeqs];
 	uint8_t code[3][kSlotSeqs]; // LL, OF, ML, as SeqShared::t
@@ -336,7 +336,8 @@ __device__ void seq_histograms_by_lane(SeqShared &S, const uint32_t *__restrict_
 		const uint64_t at = (g0 + s) * kSlotStride;
 		for (uint32_t j = 0; j < k; j++) {
 			const uint32_t q = __ldg(seqBuf + at + j);
-			seq_count(S, q, seq_ov(q) == kOvEscape ? __ldg(side + at + j) : seq_ov(q), j == 0 ? seq_carry(S.meta[s]) : 0);
+			seq_count(S, q, seq_ov(q) == kOvEscape ? __ldg(side + at + j) : seq_ov(q),
+			          j == 0 ? seq_carry(S.meta[s]) : 0);
 		}
 	}
 }
@@ -370,9 +371,9 @@ __device__ __forceinline__ uint32_t carry_after(uint32_t c, uint32_t m)
 // seq_carries rewrites S.meta with each segment's carry (the literals
 // its first sequence carries from the segments before it: those after the
 // last match, in segments without one too) and fills S.nseq and S.nlit,
-// the block's totals, from the segments' summary words. A carry steps as c -> (k != 0 ? 0 :
-// c) + trail, which composes: a run of segments is one step, "reset or
-// not, then add". Each lane takes eight consecutive segments, the warp
+// the block's totals, from the segments' summary words. A carry steps as
+// c -> (k != 0 ? 0 : c) + trail, which composes: a run of segments is one
+// step, "reset or not, then add". Each lane takes eight consecutive segments, the warp
 // scans the lanes' steps, and each lane then walks its eight from the
 // carry into them. One lane walking all 256 while the others waited cost
 // zl_seq 0.3 to 1.5% more (dim frames 5.75 -> 5.73 ms a GiB, saturated
@@ -468,7 +469,8 @@ __device__ void seq_block(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	// (three branches would run one after the other).
 	if (lane < 3)
 		build_seq_table(S.t[lane], S.next + (lane == 0 ? 0 : lane == 1 ? kSeqNextLL : kSeqNextLL + kSeqNextOF),
-		                lane == 0 ? 0 : lane == 1 ? kSeqNextLL : kSeqNextLL + kSeqNextOF, S.c.ncount[lane], S.c.spread + (lane == 0 ? 0 : lane == 1 ? 512 : 768), S.c.work[lane],
+		                lane == 0 ? 0 : lane == 1 ? kSeqNextLL : kSeqNextLL + kSeqNextOF, S.c.ncount[lane],
+		                S.c.spread + (lane == 0 ? 0 : lane == 1 ? 512 : 768), S.c.work[lane],
 		                lane == 0 ? S.c.hll : lane == 1 ? S.c.hof : S.c.hml,
 		                lane == 0 ? kLLSyms : lane == 1 ? kOFSyms : kMLSyms, lane == 1 ? 8 : 9, nseq);
 	__syncwarp();

@@ -79,7 +79,7 @@ struct SeqTable {
 // 2^9 for the offset codes (log 8 at most).
 constexpr uint32_t kSeqNextLL = 1024, kSeqNextOF = 512, kSeqNextML = 1024;
 
-// A step word (SeqTable::step) holds mb - 1 (at most 8) in its low 4 bits
+// A step word (SeqTable::sym's low half) holds mb - 1 (at most 8) in its low 4 bits
 // and, above them, the entry in SeqShared::next of the symbol's index 0
 // plus kSeqStepBias: index 0 lies up to 2^10 entries before the symbol's
 // first entry, which may be next's first.
