@@ -66,7 +66,8 @@ struct SeqTable {
 	// the low half and its threshold c << mb (at most 2^10) in the high
 	// half, at or above which a state puts out mb bits, below it mb - 1
 	// (seq_nbits). Four bytes a symbol where FSE's deltaNbBits and the
-	// entries' address took eight keep 1 KiB of each warp's shared memory.
+	// entries' address took eight: 636 bytes of each warp's shared memory
+	// for the three tables.
 	uint32_t sym[kMaxSeqSyms];
 	uint32_t log;
 	uint32_t rle;
@@ -79,10 +80,10 @@ struct SeqTable {
 // 2^9 for the offset codes (log 8 at most).
 constexpr uint32_t kSeqNextLL = 1024, kSeqNextOF = 512, kSeqNextML = 1024;
 
-// A step word (SeqTable::sym's low half) holds mb - 1 (at most 8) in its low 4 bits
-// and, above them, the entry in SeqShared::next of the symbol's index 0
-// plus kSeqStepBias: index 0 lies up to 2^10 entries before the symbol's
-// first entry, which may be next's first.
+// A step word (SeqTable::sym's low half) holds mb - 1 (at most 8) in its
+// low 4 bits and, above them, the entry in SeqShared::next of the
+// symbol's index 0 plus kSeqStepBias: index 0 lies up to 2^10 entries
+// before the symbol's first entry, which may be next's first.
 constexpr uint32_t kSeqStepBias = 1024;
 static_assert(kSeqNextLL + kSeqNextOF + kSeqNextML + kSeqStepBias <= 1u << 12,
               "a step word's entry must fit its 12 bits");
