@@ -126,7 +126,7 @@ __device__ void seq_states(const SeqTable &T, const uint8_t *code, const uint16_
 			sv[j] = 0;
 		return;
 	}
-#pragma unroll 4
+#pragma unroll 8 // seq_step says why eight
 	for (; j >= 0; j--) {
 		// The step is loaded before the store: ptxas keeps a load after
 		// a store it may alias, and the store waits on the state.
