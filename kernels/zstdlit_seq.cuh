@@ -5,9 +5,10 @@
 // literals with its SlotRegs.
 //
 // zl_seq takes one block per warp: the codes' histograms, the three
-// tables, and the FSE bitstream (three state chains on three lanes, the
-// bits placed by the warp), written into the block's free room after where
-// its literals will go. zl_compact (zstdlit_compact.cuh) packs the
+// tables, and the FSE bitstream (three state chains, a lane each, on the
+// block's warp or, for dense blocks, on warp 0 of the CTA with the other
+// blocks' chains: seq_rounds; the bits placed by the warp), written into
+// the block's free room after where its literals will go. zl_compact (zstdlit_compact.cuh) packs the
 // literals there before zl_plan plans the Huffman code.
 
 #ifndef ZSPOOL_ZSTDLIT_SEQ_CUH
@@ -41,7 +42,7 @@ struct SeqCounts {
 };
 
 // SeqBatch is the second pass's, a batch of whole segments' sequences at
-// a time (seq_code_batch): their values and codes, each code's step word
+// a time (seq_fill): their values and codes, each code's step word
 // (SeqTable::sym's low half), then each stream's state before each
 // sequence, from which the bits it puts out follow.
 struct SeqBatch {
@@ -182,8 +183,9 @@ __device__ __forceinline__ void stage_or(uint32_t *stage, uint32_t at, uint64_t 
 
 // SlotRegs holds a segment's packed sequences and their side slots in the
 // warp's registers, sequence lane + 32r in q[r] and x[r]. The slots come
-// from DRAM (every segment's, written by the parse), so seq_block loads a
-// segment's while it codes the one before: loaded as it is needed, each
+// from DRAM (every segment's, written by the parse), so seq_fill (and the
+// histograms' pass) loads a segment's while it takes the one before:
+// loaded as it is needed, each
 // of a block's 256 segments made the warp wait out a DRAM round trip, in
 // each of its two passes. A side slot is loaded whether or not its
 // sequence escapes, so that both loads go out together.
@@ -222,7 +224,7 @@ struct SlotRegs {
 
 // seq_gather puts segment s's k sequences (here; the first one's literal
 // length with the carry from before the segment added) into S.g's
-// entries from pos, with their codes and transforms, for seq_code_batch.
+// entries from pos, with their codes and transforms, for seq_fill.
 // The codes are the first pass's again, worked out anew: a block's codes
 // (3 bytes a sequence, up to 26,000 sequences) would not fit beside the
 // warp's shared memory, and they are a few instructions a lane.
