@@ -8,8 +8,9 @@
 // tables, and the FSE bitstream (three state chains, a lane each, on the
 // block's warp or, for dense blocks, on warp 0 of the CTA with the other
 // blocks' chains: seq_rounds; the bits placed by the warp), written into
-// the block's free room after where its literals will go. zl_compact (zstdlit_compact.cuh) packs the
-// literals there before zl_plan plans the Huffman code.
+// the block's free room after where its literals will go. zl_compact
+// (zstdlit_compact.cuh) packs the literals there before zl_plan plans the
+// Huffman code.
 
 #ifndef ZSPOOL_ZSTDLIT_SEQ_CUH
 #define ZSPOOL_ZSTDLIT_SEQ_CUH
@@ -569,12 +570,15 @@ __device__ void seq_close(const SeqShared &S, SeqBlock &B, Block *__restrict__ o
 }
 
 // kSeqCoopAbove is the sequences a segment, on average over a CTA's
-// blocks, from which its warps code their blocks together (seq_rounds):
-// side by side on an H100, together zl_seq took 7 to 9% less time on
-// blocks of 75 to 85 a segment (dim frames at both levels, bright cells,
-// flat fields and 8-bit frames at level 3) and 5 to 12% more on blocks of
-// 56 (saturated 8-bit frames at level 3) and 32 (bright cells at level 1),
-// as the other warps wait out the chains at the barrier.
+// blocks, from which its warps code their blocks together (seq_rounds).
+// Side by side on an H100 against each block's warp running its own
+// chains, coded together zl_seq took 7 to 10% less time on blocks of 76
+// to 84 a segment (dim frames at both levels; bright cells, flat fields
+// and 8-bit frames at level 3), and 5 to 12% more on sparser ones when
+// they were coded together too (saturated 8-bit frames at level 3, 56;
+// bright cells at level 1, 32; 8-bit frames at level 1, 8): there the
+// other warps' wait at the barrier while warp 0 runs the chains costs
+// more than the chains' instructions.
 constexpr uint32_t kSeqCoopAbove = 64;
 
 // seq_cta_dense reports whether the CTA's blocks from b0 on (kSeqWarps,
