@@ -17,9 +17,11 @@
 //   zl_parse   a warp per 32 segments of 512 bytes (zl_parse3 from level 3):
 //              each lane parses its own segment (zstdlit_parse.cuh) and
 //              writes its packed sequences.
-//   zl_seq     a warp per block (zstdlit_seq.cuh): the sequences section, written after
-//              where the block's literals will be packed in the scratch
-//              copy; whether the block keeps its matches.
+//   zl_seq     a warp per block (zstdlit_seq.cuh, zstdlit_seqrounds.cuh): the
+//              sequences section, written after where the block's literals
+//              will be packed in the scratch copy; whether the block keeps
+//              its matches. Dense blocks' state chains run on one warp of
+//              the CTA.
 //   zl_compact a warp per segment (zstdlit_compact.cuh): packs the
 //              literals of the blocks that keep their matches.
 //   zl_plan    one CTA per 128 KiB block: histograms of the literals' four
@@ -135,6 +137,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 #include "zstdlit_seed.cuh"
 #include "zstdlit_seqtable.cuh"
 #include "zstdlit_seq.cuh"
+#include "zstdlit_seqrounds.cuh"
 #include "zstdlit_compact.cuh"
 #include "zstdlit_encode.cuh"
 
