@@ -147,7 +147,7 @@ __device__ void seq_close(const SeqShared &S, SeqBlock &B, Block *__restrict__ o
 	w.close();
 	const bool fits = !w.over && w.len <= w.limit;
 	out->nseq = fits ? S.nseq : 0;
-	out->lit_n = fits ? S.nlit : w.limit + S.nlit;
+	out->lit_n = fits ? S.nlit : w.limit + S.nlit; // the block's bytes, whole
 	out->seq_len = fits ? w.len : 1;
 }
 
@@ -187,6 +187,14 @@ __device__ bool seq_cta_dense(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blo
 	return __reduce_add_sync(0xffffffffu, seqs) >= kSeqCoopAbove * segs;
 }
 
+// seq_chain runs stream x's state chain of V's batch from entry p, the
+// state carrying in st and started.
+__device__ __forceinline__ void seq_chain(SeqShared &V, uint32_t x, uint32_t p, uint32_t &st, bool &started)
+{
+	seq_states(V.t[x], V.g.code[x] + p, V.g.step[x] + p, V.g.sv[x] + p, kSlotSeqs - p, seq_e0(V.next), st, started);
+	started = true;
+}
+
 // seq_rounds codes the sequences sections of the CTA's kSeqWarps blocks
 // from b0 on, one a warp (a warp past n_blocks has none). A block's
 // sequences are coded in batches: the warp gathers a batch, the three FSE
@@ -216,11 +224,8 @@ __device__ void seq_rounds(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blocks
 		while (more) {
 			const uint32_t pos = seq_fill(S, B, lane);
 			__syncwarp();
-			if (lane < 3) {
-				seq_states(S.t[lane], S.g.code[lane] + pos, S.g.step[lane] + pos, S.g.sv[lane] + pos, kSlotSeqs - pos,
-				           seq_e0(S.next), st, started);
-				started = true;
-			}
+			if (lane < 3)
+				seq_chain(S, lane, pos, st, started);
 			__syncwarp();
 			seq_place_batch(S, pos, B.w, B.place, lane);
 			more = B.more();
@@ -241,12 +246,8 @@ __device__ void seq_rounds(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blocks
 		if (lane == 0)
 			S.batch = pos;
 		__syncthreads();
-		if (chain && V.batch < kSlotSeqs) {
-			const uint32_t p = V.batch;
-			seq_states(V.t[x], V.g.code[x] + p, V.g.step[x] + p, V.g.sv[x] + p, kSlotSeqs - p, seq_e0(V.next), st,
-			           started);
-			started = true;
-		}
+		if (chain && V.batch < kSlotSeqs)
+			seq_chain(V, x, V.batch, st, started);
 		__syncthreads();
 		if (pos < kSlotSeqs)
 			seq_place_batch(S, pos, B.w, B.place, lane);
