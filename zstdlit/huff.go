@@ -9,7 +9,7 @@ import (
 type huffEnc struct {
 	nbBits [256]uint8  // code length per symbol, 0 when absent
 	code   [256]uint16 // canonical code per symbol
-	ce     [256]uint32 // code | length<<16: one load a symbol in appendStream
+	code64 [256]uint64 // code as the word appendStream shifts: no unpacking a literal
 	maxSym int         // largest present symbol
 	maxBit int         // longest code length
 	pm     packageMerge
@@ -53,6 +53,7 @@ func (w *bitWriter) close() []byte {
 // kernels/zstdlit_plan.cuh, works the same way).
 type packageMerge struct {
 	key     [256]uint64 // count<<8 | symbol, for the sort
+	sorted  [256]uint64 // the radix sort's other buffer
 	leafW   [256]uint64 // leaf weights, by (count, symbol)
 	pk      [256]uint64 // a list's packages
 	lists   [2][512]uint64
@@ -77,7 +78,7 @@ func (p *packageMerge) lengths(hist *[256]uint32, maxBits int, nbBits *[256]uint
 		}
 	}
 	// Leaves by increasing count, ties by symbol.
-	slices.Sort(p.key[:n])
+	p.sortKeys(n)
 	for i, k := range p.key[:n] {
 		p.leafW[i] = k >> 8
 	}
@@ -117,26 +118,67 @@ func (p *packageMerge) lengths(hist *[256]uint32, maxBits int, nbBits *[256]uint
 	// make up the chosen packages.
 	chosen := 2*n - 2
 	for k := maxBits; k >= 2; k-- {
-		lo := 0
-		for lo < n && int(p.leafPos[k][lo]) < chosen {
-			lo++
+		// The leaves' positions in a list increase: the chosen ones are
+		// those before the first at or past the cut.
+		pos := p.leafPos[k][:n]
+		lo, hi := 0, n
+		for lo < hi {
+			if mid := int(uint(lo+hi) >> 1); int(pos[mid]) < chosen {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
 		}
 		p.lcount[k] = lo
 		chosen = 2 * (chosen - lo)
 	}
 	p.lcount[1] = chosen
-	longest := 0
+	// Leaf i's length is the number of lists whose chosen prefix is
+	// longer than i: how many prefixes end at each leaf, summed on.
+	var ends [257]int
+	for k := 1; k <= maxBits; k++ {
+		ends[min(p.lcount[k], n)]++
+	}
+	longest, ended := 0, 0
 	for i, key := range p.key[:n] {
-		l := 0
-		for k := 1; k <= maxBits; k++ {
-			if i < p.lcount[k] {
-				l++
-			}
-		}
+		ended += ends[i]
+		l := maxBits - ended
 		nbBits[uint8(key)] = uint8(l)
 		longest = max(longest, l)
 	}
 	return longest
+}
+
+// sortKeys sorts p.key[:n] (count<<8 | symbol, in increasing symbol order)
+// by count, ties kept in symbol order: a stable radix sort on the count's
+// bytes, two or three passes for a block's counts. A comparison sort took
+// a third of lengths' time on bright camera literals (pprof, dev machine).
+func (p *packageMerge) sortKeys(n int) {
+	var most uint64
+	for _, k := range p.key[:n] {
+		most = max(most, k)
+	}
+	src, dst := &p.key, &p.sorted
+	for shift := uint(8); shift < 64 && most>>shift != 0; shift += 8 {
+		var at [256]int
+		for _, k := range src[:n] {
+			at[byte(k>>shift)]++
+		}
+		sum := 0
+		for d, c := range at {
+			at[d] = sum
+			sum += c
+		}
+		for _, k := range src[:n] {
+			d := byte(k >> shift)
+			dst[at[d]] = k
+			at[d]++
+		}
+		src, dst = dst, src
+	}
+	if src != &p.key {
+		copy(p.key[:n], src[:n])
+	}
 }
 
 // setLengths installs code lengths (0 = absent; at least two present, a
@@ -161,8 +203,8 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 			}
 		}
 	}
-	for s := range h.ce {
-		h.ce[s] = uint32(h.code[s]) | uint32(h.nbBits[s])<<16
+	for s := range h.code64 {
+		h.code64[s] = uint64(h.code[s])
 	}
 }
 
@@ -170,27 +212,34 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 // literal first, so that the decoder reads the first literal first.
 //
 // It is the literals' hot loop: the accumulator lives in locals and is
-// written 8 bytes at a time, keeping under 8 bits pending, so that four
-// codes of at most 11 bits fit between two writes.
+// written 8 bytes at a time, keeping under 8 bits pending, so that five
+// codes of at most 11 bits (62 bits with the 7) fit between two writes:
+// a write and its bookkeeping cost as many instructions as two codes.
 func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 	out := slices.Grow(dst, len(lits)*MaxHuffBits/8+16)
 	o := len(out)
 	out = out[:cap(out)]
 	var acc uint64
 	var nb uint
-	ce := &h.ce
+	code, nbBits := &h.code64, &h.nbBits
 	i := len(lits)
-	for ; i >= 4; i -= 4 {
-		c0, c1, c2, c3 := ce[lits[i-1]], ce[lits[i-2]], ce[lits[i-3]], ce[lits[i-4]]
-		acc |= uint64(c0&0xFFFF) << (nb & 63)
-		nb += uint(c0 >> 16)
-		acc |= uint64(c1&0xFFFF) << (nb & 63)
-		nb += uint(c1 >> 16)
-		acc |= uint64(c2&0xFFFF) << (nb & 63)
-		nb += uint(c2 >> 16)
-		acc |= uint64(c3&0xFFFF) << (nb & 63)
-		nb += uint(c3 >> 16)
-		binary.LittleEndian.PutUint64(out[o:], acc)
+	for ; i >= 5; i -= 5 {
+		s := lits[i-1]
+		acc |= code[s] << (nb & 63)
+		nb += uint(nbBits[s])
+		s = lits[i-2]
+		acc |= code[s] << (nb & 63)
+		nb += uint(nbBits[s])
+		s = lits[i-3]
+		acc |= code[s] << (nb & 63)
+		nb += uint(nbBits[s])
+		s = lits[i-4]
+		acc |= code[s] << (nb & 63)
+		nb += uint(nbBits[s])
+		s = lits[i-5]
+		acc |= code[s] << (nb & 63)
+		nb += uint(nbBits[s])
+		binary.LittleEndian.PutUint64(out[o:o+8], acc)
 		o += int(nb >> 3)
 		acc >>= nb &^ 7 & 63
 		nb &= 7
