@@ -297,27 +297,27 @@ func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
 		// compiler's check for shifts past the word.
 		d := tof.sym[oc]
 		k1 := (sof + d.deltaNbBits) >> 16 & 31
-		bitsOut := uint64(sof & (1<<k1 - 1))
+		bitsOut := uint64(sof & lowMask[k1])
 		sof = uint32(tof.state[(int32(sof>>k1)+d.deltaFindState)&(fseMaxStates-1)])
 		d = tml.sym[mc]
 		k2 := (sml + d.deltaNbBits) >> 16 & 31
-		bitsOut |= uint64(sml&(1<<k2-1)) << k1
+		bitsOut |= uint64(sml&lowMask[k2]) << k1
 		sml = uint32(tml.state[(int32(sml>>k2)+d.deltaFindState)&(fseMaxStates-1)])
 		d = tll.sym[lc]
 		k3 := (sll + d.deltaNbBits) >> 16 & 31
-		bitsOut |= uint64(sll&(1<<k3-1)) << ((k1 + k2) & 63)
+		bitsOut |= uint64(sll&lowMask[k3]) << ((k1 + k2) & 63)
 		sll = uint32(tll.state[(int32(sll>>k3)+d.deltaFindState)&(fseMaxStates-1)])
 		k := uint(k1+k2+k3) & 63
 		acc |= (bitsOut | uint64(q.litLen-llBase64[lc])<<k) << nb
 		nb += k + uint(llBits64[lc])
-		binary.LittleEndian.PutUint64(out[o:], acc)
+		binary.LittleEndian.PutUint64(out[o:o+8], acc)
 		o += int(nb >> 3)
 		acc >>= nb &^ 7 & 63
 		nb &= 7
 		mb := uint(mlBits64[mc]) & 63
-		acc |= (uint64(q.matchLen-mlBase64[mc]) | uint64(q.offVal&(1<<oc-1))<<mb) << nb
+		acc |= (uint64(q.matchLen-mlBase64[mc]) | uint64(q.offVal&lowMask[oc])<<mb) << nb
 		nb += mb + oc
-		binary.LittleEndian.PutUint64(out[o:], acc)
+		binary.LittleEndian.PutUint64(out[o:o+8], acc)
 		o += int(nb >> 3)
 		acc >>= nb &^ 7 & 63
 		nb &= 7
@@ -325,6 +325,15 @@ func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
 	sw.cof.st, sw.cml.st, sw.cll.st = sof, sml, sll
 	w.out, w.acc, w.nbits = out[:o], acc, nb
 }
+
+// lowMask[k] keeps the low k bits of a word: a load in encodeStream where
+// 1<<k - 1 would take the shift register that its other shifts wait for.
+var lowMask = func() (m [32]uint32) {
+	for k := range m {
+		m[k] = 1<<k - 1
+	}
+	return m
+}()
 
 // addExtras writes a sequence's extra bits in the order the decoder reads
 // them backwards: offset, match length, literal length.
