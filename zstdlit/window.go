@@ -270,7 +270,7 @@ func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff in
 func (e *windowEncoder) insertRange(src []byte, start, end int, opt WindowOptions) {
 	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
 	for p := start; p+8 <= end; p += 2 {
-		e.insert(binary.LittleEndian.Uint64(src[p:]), p, shift, hl)
+		e.insert(load64(src, p), p, shift, hl)
 	}
 }
 
@@ -306,7 +306,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	// Room for the worst case up front, so that the hot loop writes by
 	// index instead of appending.
 	n := end - start
-	e.wlits = slices.Grow(e.wlits[:0], n)[:n]
+	e.wlits = slices.Grow(e.wlits[:0], n+8)[:n+8] // copyLits' slack
 	e.wseqs = slices.Grow(e.wseqs[:0], n/opt.MinMatch+1)[:n/opt.MinMatch+1]
 	nl, ns := 0, 0
 	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
@@ -321,7 +321,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	anchor, ip := start, start
 	limit := end - 8 // positions with 8 readable bytes inside the block
 	for ip < limit {
-		cur := binary.LittleEndian.Uint64(src[ip:])
+		cur := load64(src, ip)
 		h, tag := hashTag(cur, shift, hl, pb)
 		t := tab[h]
 		tab[h] = uint32(ip+1) | tag
@@ -329,10 +329,10 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 		// The most recent offset is tried first, one byte on: a decoder
 		// pays a few bits for it against a full offset.
 		if r := int(e.rep[0]); ip > anchor && ip+1-r >= 0 &&
-			(binary.LittleEndian.Uint64(src[ip+1-r:])^(cur>>8))&(mask>>8) == 0 {
+			(load64(src, ip+1-r)^(cur>>8))&(mask>>8) == 0 {
 			if l := matchLen(src, ip+1-r, ip+1, end); l >= mm {
 				ip++
-				nl += copy(e.wlits[nl:], src[anchor:ip])
+				nl += e.copyLits(nl, src, anchor, ip)
 				e.wseqs[ns] = sequence{litLen: uint32(ip - anchor), matchLen: uint32(l), offVal: e.repCode(uint32(r), false)}
 				ns++
 				ip += l
@@ -347,11 +347,11 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 			t2 := long[h2]
 			long[h2] = uint32(ip+1) | tag2
 			if c2 := int(t2&posMask) - 1; t2&^posMask == tag2 && c2 >= 0 && c2 < ip && ip-c2 <= maxOff &&
-				binary.LittleEndian.Uint64(src[c2:]) == cur {
+				load64(src, c2) == cur {
 				c, ok = c2, true // 8 bytes or more: before the short table's
 			}
 		}
-		if ok && (binary.LittleEndian.Uint64(src[c:])^cur)&mask == 0 {
+		if ok && (load64(src, c)^cur)&mask == 0 {
 			l := matchLen(src, c, ip, end)
 			for ip > anchor && c > 0 && src[ip-1] == src[c-1] {
 				ip--
@@ -359,7 +359,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 				l++
 			}
 			ll := uint32(ip - anchor)
-			nl += copy(e.wlits[nl:], src[anchor:ip])
+			nl += e.copyLits(nl, src, anchor, ip)
 			e.wseqs[ns] = sequence{litLen: ll, matchLen: uint32(l), offVal: e.repCode(uint32(ip-c), ll == 0)}
 			ns++
 			ip += l
@@ -373,12 +373,24 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	e.wlits, e.wseqs = e.wlits[:nl], e.wseqs[:ns]
 }
 
+// copyLits copies src[anchor:ip] to e.wlits[nl:] and returns its length. A
+// run of 8 bytes or fewer, as most between matches are, goes as one word:
+// copy's call and checks cost more than the bytes (src has 8 bytes at
+// anchor, which is below the parse's limit, and e.wlits 8 of slack).
+func (e *windowEncoder) copyLits(nl int, src []byte, anchor, ip int) int {
+	if ip-anchor <= 8 {
+		binary.LittleEndian.PutUint64(e.wlits[nl:nl+8], load64(src, anchor))
+		return ip - anchor
+	}
+	return copy(e.wlits[nl:], src[anchor:ip])
+}
+
 // fill enters the position two bytes before a match's end, which the
 // parse jumped over: the next stretch of the same structure often starts
 // there.
 func (e *windowEncoder) fill(src []byte, ip, limit int, shift, hl uint) {
 	if ip < limit {
-		e.insert(binary.LittleEndian.Uint64(src[ip-2:]), ip-2, shift, hl)
+		e.insert(load64(src, ip-2), ip-2, shift, hl)
 	}
 }
 
@@ -394,7 +406,7 @@ func (e *windowEncoder) repCode(off uint32, ll0 bool) uint32 {
 func matchLen(src []byte, c, ip, end int) int {
 	l := 0
 	for ip+l+8 <= end {
-		x := binary.LittleEndian.Uint64(src[ip+l:]) ^ binary.LittleEndian.Uint64(src[c+l:])
+		x := load64(src, ip+l) ^ load64(src, c+l)
 		if x != 0 {
 			return l + bits.TrailingZeros64(x)>>3
 		}
@@ -405,6 +417,12 @@ func matchLen(src []byte, c, ip, end int) int {
 	}
 	return l
 }
+
+// load64 is the little-endian word at b[i:], which the caller knows to
+// hold 8 bytes. Sliced as b[i:i+8], its bounds are one compare against
+// cap(b) and one for overflow, where b[i:] costs two compares and three
+// instructions more for the slice's base.
+func load64(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i : i+8]) }
 
 // oneByte reports whether b holds a single distinct byte.
 func oneByte(b []byte) bool {
