@@ -277,10 +277,11 @@ func (e *windowEncoder) insertRange(src []byte, start, end int, opt WindowOption
 // insert enters position p, whose next 8 bytes are v, into the table and,
 // when there is one, the long table.
 func (e *windowEncoder) insert(v uint64, p int, shift, hl uint) {
-	h, tag := hashTag(v, shift, hl, e.posBits)
+	tagMask := ^(uint32(1)<<e.posBits - 1)
+	h, tag := hashTag(v, shift, hl, tagMask)
 	e.table[h] = uint32(p+1) | tag
 	if e.long != nil {
-		h, tag = hashTag(v, 0, e.hl2, e.posBits)
+		h, tag = hashTag(v, 0, e.hl2, tagMask)
 		e.long[h] = uint32(p+1) | tag
 	}
 }
@@ -291,14 +292,18 @@ func (e *windowEncoder) insert(v uint64, p int, shift, hl uint) {
 const hashPrime = 0xCF1BBCDCB7A56463
 
 // hashTag hashes the bytes of v that shift keeps: the table index from the
-// top bits, the tag from the 32-posBits bits below them, placed above a
-// position of posBits bits.
+// top 64-hl bits, the tag from bits 13 to 44, kept above a position of
+// posBits bits by tagMask (the bits above posBits, worked out once a
+// block). Those bits lie below the index of any table up to 2^19 entries.
+// A tag only turns candidates down without reading them (the same key
+// always has the same tag), so which bits it takes changes the parse's
+// speed, never its output; a constant shift spares the shift register.
 //
 // The shifts are masked to the word, which spares the compiler's check for
 // shifts past it: this is the parse's innermost arithmetic.
-func hashTag(v uint64, shift, hl, posBits uint) (uint32, uint32) {
+func hashTag(v uint64, shift, hl uint, tagMask uint32) (uint32, uint32) {
 	x := (v << (shift & 63)) * hashPrime
-	return uint32(x >> (hl & 63)), uint32(x<<((64-hl)&63)>>32) &^ (1<<(posBits&31) - 1)
+	return uint32(x >> (hl & 63)), uint32(x>>13) & tagMask
 }
 
 // parseWindow fills e.wlits and e.wseqs for src[start:end].
@@ -316,61 +321,101 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	stride := opt.Stride
 	tab := e.table
 	long, hl2 := e.long, e.hl2
-	pb := e.posBits
-	posMask := uint32(1)<<pb - 1
+	tagMask := ^(uint32(1)<<e.posBits - 1)
+	posMask := ^tagMask
+	r0, r1, r2 := e.rep[0], e.rep[1], e.rep[2] // in registers while the block is parsed
 	anchor, ip := start, start
 	limit := end - 8 // positions with 8 readable bytes inside the block
 	for ip < limit {
 		cur := load64(src, ip)
-		h, tag := hashTag(cur, shift, hl, pb)
+		h, tag := hashTag(cur, shift, hl, tagMask)
 		t := tab[h]
 		tab[h] = uint32(ip+1) | tag
-		c := int(t&posMask) - 1
+		c, l := 0, 0 // the match at ip, l bytes from c; none while l is 0
 		// The most recent offset is tried first, one byte on: a decoder
 		// pays a few bits for it against a full offset.
-		if r := int(e.rep[0]); ip > anchor && ip+1-r >= 0 &&
+		if r := int(r0); ip > anchor && ip+1-r >= 0 &&
 			(load64(src, ip+1-r)^(cur>>8))&(mask>>8) == 0 {
-			if l := matchLen(src, ip+1-r, ip+1, end); l >= mm {
+			if l = matchLen(src, ip+1-r, ip+1, end); l >= mm {
 				ip++
-				nl += e.copyLits(nl, src, anchor, ip)
-				e.wseqs[ns] = sequence{litLen: uint32(ip - anchor), matchLen: uint32(l), offVal: e.repCode(uint32(r), false)}
-				ns++
-				ip += l
-				anchor = ip
-				e.fill(src, ip, limit, shift, hl)
+				c = ip - r
+			} else {
+				l = 0
+			}
+		}
+		if l == 0 {
+			// A candidate is taken when its tag agrees and it lies in
+			// the window: 0 <= c < ip and ip-c <= maxOff, one unsigned
+			// compare.
+			c = int(t&posMask) - 1
+			ok := t&tagMask == tag && uint(ip-c-1) < uint(min(maxOff, ip))
+			if long != nil {
+				h2, tag2 := hashTag(cur, 0, hl2, tagMask)
+				t2 := long[h2]
+				long[h2] = uint32(ip+1) | tag2
+				if c2 := int(t2&posMask) - 1; t2&tagMask == tag2 && uint(ip-c2-1) < uint(min(maxOff, ip)) &&
+					load64(src, c2) == cur {
+					c, ok = c2, true // 8 bytes or more: before the short table's
+				}
+			}
+			if !ok || (load64(src, c)^cur)&mask != 0 {
+				ip += stride + (ip-anchor)>>(ss&63)
 				continue
 			}
-		}
-		ok := t&^posMask == tag && c >= 0 && c < ip && ip-c <= maxOff
-		if long != nil {
-			h2, tag2 := hashTag(cur, 0, hl2, pb)
-			t2 := long[h2]
-			long[h2] = uint32(ip+1) | tag2
-			if c2 := int(t2&posMask) - 1; t2&^posMask == tag2 && c2 >= 0 && c2 < ip && ip-c2 <= maxOff &&
-				load64(src, c2) == cur {
-				c, ok = c2, true // 8 bytes or more: before the short table's
-			}
-		}
-		if ok && (load64(src, c)^cur)&mask == 0 {
-			l := matchLen(src, c, ip, end)
+			l = matchLen(src, c, ip, end)
 			for ip > anchor && c > 0 && src[ip-1] == src[c-1] {
 				ip--
 				c--
 				l++
 			}
-			ll := uint32(ip - anchor)
-			nl += e.copyLits(nl, src, anchor, ip)
-			e.wseqs[ns] = sequence{litLen: ll, matchLen: uint32(l), offVal: e.repCode(uint32(ip-c), ll == 0)}
-			ns++
-			ip += l
-			anchor = ip
-			e.fill(src, ip, limit, shift, hl)
-			continue
 		}
-		ip += stride + (ip-anchor)>>(ss&63)
+		ll := uint32(ip - anchor)
+		nl += e.copyLits(nl, src, anchor, ip)
+		// The offset's code: repCode's cases in its order, for a frame
+		// whose three repeat offsets the decoder knows from its start.
+		off := uint32(ip - c)
+		ov := off + 3
+		switch {
+		case ll != 0 && off == r0:
+			ov = 1
+		case off == r1:
+			ov = 2 // 1 right after a match
+			if ll == 0 {
+				ov = 1
+			}
+			r0, r1 = r1, r0
+		case off == r2:
+			ov = 3 // 2 right after a match
+			if ll == 0 {
+				ov = 2
+			}
+			r0, r1, r2 = off, r0, r1
+		case ll == 0 && off == r0-1:
+			ov = 3
+			r0, r1, r2 = off, r0, r1
+		default:
+			r0, r1, r2 = off, r0, r1
+		}
+		e.wseqs[ns] = sequence{litLen: ll, matchLen: uint32(l), offVal: ov}
+		ns++
+		ip += l
+		anchor = ip
+		// The position two bytes before the match's end, which the parse
+		// jumped over, goes into the tables: the next stretch of the same
+		// structure often starts there.
+		if ip < limit {
+			v := load64(src, ip-2)
+			h, tag := hashTag(v, shift, hl, tagMask)
+			tab[h] = uint32(ip-1) | tag
+			if long != nil {
+				h, tag = hashTag(v, 0, hl2, tagMask)
+				long[h] = uint32(ip-1) | tag
+			}
+		}
 	}
 	nl += copy(e.wlits[nl:], src[anchor:end])
 	e.wlits, e.wseqs = e.wlits[:nl], e.wseqs[:ns]
+	e.rep = [3]uint32{r0, r1, r2}
 }
 
 // copyLits copies src[anchor:ip] to e.wlits[nl:] and returns its length. A
@@ -383,22 +428,6 @@ func (e *windowEncoder) copyLits(nl int, src []byte, anchor, ip int) int {
 		return ip - anchor
 	}
 	return copy(e.wlits[nl:], src[anchor:ip])
-}
-
-// fill enters the position two bytes before a match's end, which the
-// parse jumped over: the next stretch of the same structure often starts
-// there.
-func (e *windowEncoder) fill(src []byte, ip, limit int, shift, hl uint) {
-	if ip < limit {
-		e.insert(load64(src, ip-2), ip-2, shift, hl)
-	}
-}
-
-// repCode is repCode against the frame's repeat offsets, all three of
-// which a decoder knows from the frame's start (1, 4, 8).
-func (e *windowEncoder) repCode(off uint32, ll0 bool) uint32 {
-	known := 3
-	return repCode(&e.rep, &known, off, ll0)
 }
 
 // matchLen is the length of the common run of src[c:] and src[ip:], ip >
