@@ -283,6 +283,15 @@ func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
 	o += int(nb >> 3)
 	acc >>= nb &^ 7
 	nb &= 7
+	o, acc, nb = sw.codeSeqs(out, o, acc, nb, seqs)
+	w.out, w.acc, w.nbits = out[:o], acc, nb
+}
+
+// codeSeqsGo is encodeStream's loop in Go: it codes seqs into out from
+// o, with acc and nb the bits pending, and returns them after the last.
+// On amd64 the assembly of seq_amd64.s runs it (codeSeqs) and this one
+// is its reference.
+func (sw *seqWriter) codeSeqsGo(out []byte, o int, acc uint64, nb uint, seqs []sequence) (int, uint64, uint) {
 	ll, ml, of := sw.ll[:len(seqs)], sw.ml[:len(seqs)], sw.of[:len(seqs)]
 	// An RLE stream's table is the zero table: it writes no bits, so the
 	// loop needs no branch for it.
@@ -323,7 +332,7 @@ func (sw *seqWriter) encodeStream(w *bitWriter, seqs []sequence) {
 		nb &= 7
 	}
 	sw.cof.st, sw.cml.st, sw.cll.st = sof, sml, sll
-	w.out, w.acc, w.nbits = out[:o], acc, nb
+	return o, acc, nb
 }
 
 // lowMask[k] keeps the low k bits of a word: a load in encodeStream where
