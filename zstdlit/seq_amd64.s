@@ -33,6 +33,24 @@
 	ORQ DX, AX \
 	ADDQ R14, R15
 
+// LENEXTRA adds a length's extra bits to the accumulator: its code from
+// the byte at codes[i] (masked to 63), the length at off(SI)(R13*4), R13
+// being 3i, less the code's baseline from the table base, in as many bits
+// as the table bits gives. Clobbers CX, DX, R12, R14.
+#define LENEXTRA(codes, off, base, bits) \
+	MOVQ codes(DI), R12 \
+	MOVBLZX (R12)(BX*1), R12 \
+	ANDL $63, R12 \
+	MOVL off(SI)(R13*4), DX \
+	LEAQ base(SB), R14 \
+	SUBL (R14)(R12*4), DX \
+	MOVQ R15, CX \
+	SHLQ CX, DX \
+	ORQ DX, AX \
+	LEAQ bits(SB), R14 \
+	MOVBLZX (R14)(R12*1), R14 \
+	ADDQ R14, R15
+
 // FLUSH writes the accumulator's 8 bytes at R8, moves R8 on by its whole
 // bytes and keeps the fewer than 8 bits left. Clobbers CX.
 #define FLUSH \
@@ -70,35 +88,11 @@ loop:
 	STATEBITS(40, 63, 72, R10)
 	STATEBITS(32, 63, 80, R11)
 
-	// The literal length's extra bits.
-	MOVQ 32(DI), R12
-	MOVBLZX (R12)(BX*1), R12
-	ANDL $63, R12
+	// The literal length's extra bits, then the match length's.
 	LEAQ (BX)(BX*2), R13
-	MOVL (SI)(R13*4), DX
-	LEAQ ·llBase64(SB), R14
-	SUBL (R14)(R12*4), DX
-	MOVQ R15, CX
-	SHLQ CX, DX
-	ORQ DX, AX
-	LEAQ ·llBits64(SB), R14
-	MOVBLZX (R14)(R12*1), R14
-	ADDQ R14, R15
+	LENEXTRA(32, 0, ·llBase64, ·llBits64)
 	FLUSH
-
-	// The match length's extra bits.
-	MOVQ 40(DI), R12
-	MOVBLZX (R12)(BX*1), R12
-	ANDL $63, R12
-	MOVL 4(SI)(R13*4), DX
-	LEAQ ·mlBase64(SB), R14
-	SUBL (R14)(R12*4), DX
-	MOVQ R15, CX
-	SHLQ CX, DX
-	ORQ DX, AX
-	LEAQ ·mlBits64(SB), R14
-	MOVBLZX (R14)(R12*1), R14
-	ADDQ R14, R15
+	LENEXTRA(40, 4, ·mlBase64, ·mlBits64)
 
 	// The offset's extra bits: as many as its code.
 	MOVQ 48(DI), R12
