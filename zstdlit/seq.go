@@ -264,8 +264,9 @@ func (sw *seqWriter) appendSequences(dst []byte, seqs []sequence) []byte {
 
 // encodeStream codes seqs, last first, after the stream's last sequence:
 // per sequence the offset, match and literal length states, then the
-// extra bits. It is the sequences' hot loop: the accumulator lives in
-// locals, and it is written out 8 bytes at a time, twice a sequence,
+// extra bits. Its loop (codeSeqs: codeSeqsGo, or the assembly of
+// seq_amd64.s) is the sequences' hot loop: the accumulator lives in
+// registers, and it is written out 8 bytes at a time, twice a sequence,
 // whatever it holds, keeping the whole bytes and fewer than 8 bits
 // pending: a flush that tests how full the accumulator is mispredicts
 // about once a sequence. Between two flushes go at most 49 bits: the
@@ -335,8 +336,9 @@ func (sw *seqWriter) codeSeqsGo(out []byte, o int, acc uint64, nb uint, seqs []s
 	return o, acc, nb
 }
 
-// lowMask[k] keeps the low k bits of a word: a load in encodeStream where
-// 1<<k - 1 would take the shift register that its other shifts wait for.
+// lowMask[k] keeps the low k bits of a word: a load in the sequences' loop
+// (codeSeqsGo and the assembly) where 1<<k - 1 would take the shift
+// register that the loop's other shifts wait for.
 var lowMask = func() (m [32]uint32) {
 	for k := range m {
 		m[k] = 1<<k - 1
