@@ -210,15 +210,27 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 
 // appendStream writes lits as one Huffman-coded backward bitstream: the last
 // literal first, so that the decoder reads the first literal first.
-//
-// It is the literals' hot loop: the accumulator lives in locals and is
-// written 8 bytes at a time, keeping under 8 bits pending, so that five
-// codes of at most 11 bits (62 bits with the 7) fit between two writes:
-// a write and its bookkeeping cost as many instructions as two codes.
 func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 	out := slices.Grow(dst, len(lits)*MaxHuffBits/8+16)
-	o := len(out)
-	out = out[:cap(out)]
+	o, acc, nb, i := h.codeLits(out[:cap(out)], len(out), lits)
+	w := bitWriter{out: out[:o], acc: acc, nbits: nb}
+	for i--; i >= 0; i-- {
+		s := lits[i]
+		w.add(uint64(h.code[s]), uint(h.nbBits[s]))
+	}
+	return w.close()
+}
+
+// codeLitsGo codes lits into out from o, the last literal first, five at
+// a time while five are left, and returns where it stopped, the bits
+// pending and how many literals are left (fewer than five). It is the
+// literals' hot loop (codeLits: this, or the assembly of huff_amd64.s):
+// the accumulator lives in registers and is written 8 bytes at a time,
+// keeping under 8 bits pending, so that five codes of at most 11 bits (62
+// bits with the 7) fit between two writes: a write and its bookkeeping
+// cost as many instructions as two codes. out must hold 11 bits a
+// literal and 8 bytes more past o.
+func (h *huffEnc) codeLitsGo(out []byte, o int, lits []byte) (int, uint64, uint, int) {
 	var acc uint64
 	var nb uint
 	code, nbBits := &h.code64, &h.nbBits
@@ -244,12 +256,7 @@ func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 		acc >>= nb &^ 7 & 63
 		nb &= 7
 	}
-	w := bitWriter{out: out[:o], acc: acc, nbits: nb}
-	for i--; i >= 0; i-- {
-		s := lits[i]
-		w.add(uint64(h.code[s]), uint(h.nbBits[s]))
-	}
-	return w.close()
+	return o, acc, nb, i
 }
 
 // weights returns the weights of symbols 0..maxSym-1 (the last is implied).
