@@ -221,6 +221,12 @@ func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 	return w.close()
 }
 
+// addCode adds literal s's code to acc at bit nb and counts its bits
+// (inlined: the loop below stays unrolled).
+func addCode(acc uint64, nb uint, code *[256]uint64, nbBits *[256]uint8, s byte) (uint64, uint) {
+	return acc | code[s]<<(nb&63), nb + uint(nbBits[s])
+}
+
 // codeLitsGo codes lits into out from o, the last literal first, five at
 // a time while five are left, and returns where it stopped, the bits
 // pending and how many literals are left (fewer than five). It is the
@@ -236,21 +242,11 @@ func (h *huffEnc) codeLitsGo(out []byte, o int, lits []byte) (int, uint64, uint,
 	code, nbBits := &h.code64, &h.nbBits
 	i := len(lits)
 	for ; i >= 5; i -= 5 {
-		s := lits[i-1]
-		acc |= code[s] << (nb & 63)
-		nb += uint(nbBits[s])
-		s = lits[i-2]
-		acc |= code[s] << (nb & 63)
-		nb += uint(nbBits[s])
-		s = lits[i-3]
-		acc |= code[s] << (nb & 63)
-		nb += uint(nbBits[s])
-		s = lits[i-4]
-		acc |= code[s] << (nb & 63)
-		nb += uint(nbBits[s])
-		s = lits[i-5]
-		acc |= code[s] << (nb & 63)
-		nb += uint(nbBits[s])
+		acc, nb = addCode(acc, nb, code, nbBits, lits[i-1])
+		acc, nb = addCode(acc, nb, code, nbBits, lits[i-2])
+		acc, nb = addCode(acc, nb, code, nbBits, lits[i-3])
+		acc, nb = addCode(acc, nb, code, nbBits, lits[i-4])
+		acc, nb = addCode(acc, nb, code, nbBits, lits[i-5])
 		binary.LittleEndian.PutUint64(out[o:o+8], acc)
 		o += int(nb >> 3)
 		acc >>= nb &^ 7 & 63

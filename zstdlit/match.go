@@ -1,7 +1,5 @@
 package zstdlit
 
-import "encoding/binary"
-
 // Match finding: the seeded parse. A block is cut into segments that are
 // parsed on their own, so that the GPU can give each segment a thread of
 // its own and still write the reference's bytes, but a segment's matches
@@ -135,7 +133,7 @@ const MaxSegmentSeqs = SegmentSize / minMatchFloor
 // ≤ len(b). One load and a mask where 8 bytes are there to read.
 func (p *parser) key(b []byte, i int) uint64 {
 	if i+8 <= len(b) {
-		return binary.LittleEndian.Uint64(b[i:]) & p.keyMask
+		return load64(b, i) & p.keyMask
 	}
 	k := uint64(0)
 	for j := p.keyBytes - 1; j >= 0; j-- {

@@ -458,7 +458,7 @@ func oneByte(b []byte) bool {
 	x := uint64(b[0]) * 0x0101010101010101
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
-		if binary.LittleEndian.Uint64(b[i:]) != x {
+		if load64(b, i) != x {
 			return false
 		}
 	}
