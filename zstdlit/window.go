@@ -247,7 +247,11 @@ func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff in
 	}
 	if n >= MinHuffLiterals {
 		saved := e.rep
-		e.parseWindow(src, start, end, maxOff, opt)
+		if e.long == nil {
+			e.parseShort(src, start, end, maxOff, opt)
+		} else {
+			e.parseWindow(src, start, end, maxOff, opt)
+		}
 		lits := e.wlits
 		hist := histogram(&e.hist, lits)
 		body := e.h.appendLiteralsSection(e.buf[:0], lits, hist)

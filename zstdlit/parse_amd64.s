@@ -1,0 +1,304 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// parseAsm's fields.
+#define A_SRC 0
+#define A_TAB 8
+#define A_LITS 16
+#define A_SEQS 24
+#define A_MUL 32
+#define A_HL 40
+#define A_TAGMASK 48
+#define A_POSMASK 56
+#define A_MASK 64
+#define A_MASK8 72
+#define A_MM 80
+#define A_STRIDE 88
+#define A_SS 96
+#define A_END 104
+#define A_LIMIT 112
+#define A_MAXOFF 120
+#define A_IP 128
+#define A_ANCHOR 136
+#define A_NL 144
+#define A_NS 152
+#define A_R0 160
+#define A_R1 168
+#define A_R2 176
+
+// func parseAMD64(a *parseAsm)
+//
+// parseWindow's loop without the long table, step for step. Registers:
+// R14 the argument block, SI the frame, DI the table, R8 the position
+// (ip), R9 the anchor, R11 the last offset (r0), CX the hash's shift
+// (64 - HashLog) except for a moment in the step; at a position AX its 8
+// bytes, BX their tag, R15 the table's entry; DX R10 R12 R13 scratch.
+TEXT ·parseAMD64(SB), NOSPLIT, $0-8
+	MOVQ a+0(FP), R14
+	MOVQ A_SRC(R14), SI
+	MOVQ A_TAB(R14), DI
+	MOVQ A_IP(R14), R8
+	MOVQ R8, R9
+	MOVQ A_R0(R14), R11
+	MOVQ A_HL(R14), CX
+
+loop:
+	CMPQ R8, A_LIMIT(R14)
+	JGE  done
+	MOVQ (SI)(R8*1), AX       // cur
+	MOVQ AX, BX
+	IMULQ A_MUL(R14), BX      // the hash
+	MOVQ BX, DX
+	SHRQ CX, DX               // its table index
+	SHRQ $13, BX
+	ANDQ A_TAGMASK(R14), BX   // its tag
+	MOVL (DI)(DX*4), R15      // the entry
+	LEAQ 1(R8), R10
+	ORQ  BX, R10
+	MOVL R10, (DI)(DX*4)      // the position replaces it
+
+	// The last offset one byte on: ip > anchor, ip+1-r0 >= 0 and the
+	// MinMatch-1 bytes after cur's first agree.
+	CMPQ R8, R9
+	JLE  cand
+	LEAQ 1(R8), DX
+	SUBQ R11, DX
+	JLT  cand
+	MOVQ (SI)(DX*1), R10
+	MOVQ AX, R12
+	SHRQ $8, R12
+	XORQ R12, R10
+	ANDQ A_MASK8(R14), R10
+	JNZ  cand
+	// matchLen(src, ip+1-r0, ip+1, end) in R10: R12 the later start, R13
+	// where the compare is, DX the frame less the offset.
+	LEAQ 1(R8), R12
+	ADDQ SI, DX
+	SUBQ R12, DX
+	MOVQ R12, R13
+
+rwords:
+	LEAQ 8(R13), R10
+	CMPQ R10, A_END(R14)
+	JGT  rbytes
+	MOVQ (SI)(R13*1), R10
+	XORQ (DX)(R13*1), R10
+	JNZ  rdiff
+	ADDQ $8, R13
+	JMP  rwords
+
+rdiff:
+	BSFQ R10, R10
+	SHRQ $3, R10
+	ADDQ R13, R10
+	SUBQ R12, R10
+	JMP  rlen
+
+rbytes:
+	CMPQ R13, A_END(R14)
+	JGE  rend
+	MOVBLZX (SI)(R13*1), R10
+	CMPB R10, (DX)(R13*1)
+	JNE  rend
+	INCQ R13
+	JMP  rbytes
+
+rend:
+	MOVQ R13, R10
+	SUBQ R12, R10
+
+rlen:
+	CMPQ R10, A_MM(R14)
+	JLT  cand                 // too short: the table's candidate instead
+	INCQ R8
+	MOVQ R8, R12
+	SUBQ R11, R12             // c
+	JMP  match
+
+cand:
+	// The entry's candidate c = (t & posMask) - 1 is taken when its tag
+	// agrees, uint(ip-c-1) < uint(min(maxOff, ip)) and its MinMatch bytes
+	// agree.
+	MOVQ R15, R10
+	ANDQ A_TAGMASK(R14), R10
+	CMPQ R10, BX
+	JNE  miss
+	ANDQ A_POSMASK(R14), R15  // c+1
+	MOVQ R8, R10
+	SUBQ R15, R10
+	MOVQ A_MAXOFF(R14), R12
+	CMPQ R12, R8
+	CMOVQGT R8, R12
+	CMPQ R10, R12
+	JCC  miss
+	LEAQ -1(R15), R12         // c
+	MOVQ (SI)(R12*1), R10
+	XORQ AX, R10
+	TESTQ A_MASK(R14), R10
+	JNZ  miss
+	// matchLen(src, c, ip, end) in R10; its first word is in R10 already
+	// (ip < limit, so 8 bytes are there). DX the frame less the offset.
+	TESTQ R10, R10
+	JNZ  cfirst
+	MOVQ SI, DX
+	ADDQ R12, DX
+	SUBQ R8, DX
+	LEAQ 8(R8), R13
+
+cwords:
+	LEAQ 8(R13), R10
+	CMPQ R10, A_END(R14)
+	JGT  cbytes
+	MOVQ (SI)(R13*1), R10
+	XORQ (DX)(R13*1), R10
+	JNZ  cdiff
+	ADDQ $8, R13
+	JMP  cwords
+
+cdiff:
+	BSFQ R10, R10
+	SHRQ $3, R10
+	ADDQ R13, R10
+	SUBQ R8, R10
+	JMP  back
+
+cbytes:
+	CMPQ R13, A_END(R14)
+	JGE  cend
+	MOVBLZX (SI)(R13*1), R10
+	CMPB R10, (DX)(R13*1)
+	JNE  cend
+	INCQ R13
+	JMP  cbytes
+
+cend:
+	MOVQ R13, R10
+	SUBQ R8, R10
+	JMP  back
+
+cfirst:
+	BSFQ R10, R10
+	SHRQ $3, R10
+
+back:
+	// Backwards over the literals while the bytes before agree.
+	CMPQ R8, R9
+	JLE  match
+	TESTQ R12, R12
+	JLE  match
+	MOVBLZX -1(SI)(R8*1), DX
+	CMPB DX, -1(SI)(R12*1)
+	JNE  match
+	DECQ R8
+	DECQ R12
+	INCQ R10
+	JMP  back
+
+miss:
+	// ip += stride + (ip-anchor)>>ss
+	MOVQ R8, DX
+	SUBQ R9, DX
+	MOVQ A_SS(R14), CX
+	SHRQ CX, DX
+	MOVQ A_HL(R14), CX
+	ADDQ A_STRIDE(R14), DX
+	ADDQ DX, R8
+	JMP  loop
+
+match:
+	// A match at ip of R10 bytes from c (R12). Its literals,
+	// src[anchor:ip], to lits[nl:], a word at a time (the frame has 8
+	// bytes past ip, the literals 8 past the block).
+	MOVQ R8, R13
+	SUBQ R9, R13              // ll
+	MOVQ A_NL(R14), DX
+	ADDQ A_LITS(R14), DX
+	MOVQ R9, AX
+
+lits:
+	MOVQ (SI)(AX*1), R15
+	MOVQ R15, (DX)
+	ADDQ $8, AX
+	ADDQ $8, DX
+	CMPQ AX, R8
+	JLT  lits
+	ADDQ R13, A_NL(R14)
+
+	// The offset's code (repCode's cases in its order), AX; BX the offset.
+	MOVQ R8, BX
+	SUBQ R12, BX
+	LEAQ 3(BX), AX
+	TESTQ R13, R13
+	JZ   notr0
+	CMPQ BX, R11
+	JNE  notr0
+	MOVL $1, AX
+	JMP  coded
+
+notr0:
+	CMPQ BX, A_R1(R14)
+	JNE  notr1
+	MOVL $2, AX
+	TESTQ R13, R13
+	JNZ  swap
+	MOVL $1, AX
+
+swap:
+	MOVQ R11, A_R1(R14)
+	MOVQ BX, R11
+	JMP  coded
+
+notr1:
+	CMPQ BX, A_R2(R14)
+	JNE  notr2
+	MOVL $3, AX
+	TESTQ R13, R13
+	JNZ  roll
+	MOVL $2, AX
+	JMP  roll
+
+notr2:
+	TESTQ R13, R13
+	JNZ  roll
+	LEAQ -1(R11), DX
+	CMPQ BX, DX
+	JNE  roll
+	MOVL $3, AX
+
+roll:
+	MOVQ A_R1(R14), DX
+	MOVQ DX, A_R2(R14)
+	MOVQ R11, A_R1(R14)
+	MOVQ BX, R11
+
+coded:
+	MOVQ A_NS(R14), DX
+	LEAQ (DX)(DX*2), DX
+	MOVQ A_SEQS(R14), R15
+	MOVL R13, (R15)(DX*4)
+	MOVL R10, 4(R15)(DX*4)
+	MOVL AX, 8(R15)(DX*4)
+	INCQ A_NS(R14)
+	ADDQ R10, R8
+	MOVQ R8, R9
+
+	// The position two bytes before the match's end into the table.
+	CMPQ R8, A_LIMIT(R14)
+	JGE  done
+	MOVQ -2(SI)(R8*1), BX
+	IMULQ A_MUL(R14), BX
+	MOVQ BX, DX
+	SHRQ CX, DX
+	SHRQ $13, BX
+	ANDQ A_TAGMASK(R14), BX
+	LEAQ -1(R8), R10
+	ORQ  BX, R10
+	MOVL R10, (DI)(DX*4)
+	JMP  loop
+
+done:
+	MOVQ R8, A_IP(R14)
+	MOVQ R9, A_ANCHOR(R14)
+	MOVQ R11, A_R0(R14)
+	RET

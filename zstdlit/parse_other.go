@@ -1,0 +1,8 @@
+//go:build !amd64 || purego
+
+package zstdlit
+
+// parseShort is parseWindow where there is no assembly for it.
+func (e *windowEncoder) parseShort(src []byte, start, end, maxOff int, opt WindowOptions) {
+	e.parseWindow(src, start, end, maxOff, opt)
+}
