@@ -4,15 +4,14 @@ package zstdlit
 
 import "slices"
 
-// The windowed parse's loop in assembly on amd64, for the rung without a
-// long table (levels 1 and 2, the CPU engine's default). Go compiled
-// parseWindow to about 70 instructions a position that finds no match and
-// 200 a match (cachegrind, camera frames): bounds checks, and spills and
+// The windowed parse's loop in assembly on amd64. Go compiled parseWindow
+// to about 70 instructions a position that finds no match and 200 a match
+// (cachegrind, camera frames, level 1): bounds checks, and spills and
 // reloads at the loop's back edge of the twenty values it keeps. The
 // assembly keeps the position, the anchor, the chunk, the table and the
 // last offset in registers and reads the rest from its argument block.
 // TestTheParseAssemblyParsesAsGoDoes holds it to parseWindow's literals,
-// sequences, repeat offsets and table.
+// sequences, repeat offsets and tables, at every rung.
 
 // parseAsm is parseAMD64's argument block; the assembly addresses its
 // fields by offset (the test checks them).
@@ -38,14 +37,17 @@ type parseAsm struct {
 	nl, ns  uint64    // 144, 152: out: the literals and sequences written
 	r0      uint64    // 160: the repeat offsets, in and out
 	r1, r2  uint64    // 168, 176
+	long    *uint32   // 184: the long table, nil without one
+	hl2     uint64    // 192: 64 - LongHashLog
+	prime   uint64    // 200: hashPrime, the long table's multiplier
 }
 
 //go:noescape
 func parseAMD64(a *parseAsm)
 
-// parseShort is parseWindow for a frame without a long table, in
-// assembly: the same literals, sequences, repeat offsets and table.
-func (e *windowEncoder) parseShort(src []byte, start, end, maxOff int, opt WindowOptions) {
+// parse is parseWindow in assembly: the same literals, sequences, repeat
+// offsets and tables.
+func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOptions) {
 	n := end - start
 	e.wlits = slices.Grow(e.wlits[:0], n+8)[:n+8]
 	e.wseqs = slices.Grow(e.wseqs[:0], n/opt.MinMatch+1)[:n/opt.MinMatch+1]
@@ -61,6 +63,11 @@ func (e *windowEncoder) parseShort(src []byte, start, end, maxOff int, opt Windo
 		stride: uint64(opt.Stride), ss: uint64(opt.SearchStrength),
 		end: uint64(end), limit: uint64(end - 8), maxOff: uint64(maxOff), ip: uint64(start),
 		r0: uint64(e.rep[0]), r1: uint64(e.rep[1]), r2: uint64(e.rep[2]),
+		hl2: uint64(e.hl2), prime: hashPrime,
+	}
+	if e.long != nil {
+		_ = e.long[1<<(64-e.hl2)-1]
+		a.long = &e.long[0]
 	}
 	if end-8 > start {
 		parseAMD64(&a)

@@ -26,13 +26,18 @@
 #define A_R0 160
 #define A_R1 168
 #define A_R2 176
+#define A_LONG 184
+#define A_HL2 192
+#define A_PRIME 200
 
 // func parseAMD64(a *parseAsm)
 //
-// parseWindow's loop without the long table, step for step. Registers:
+// parseWindow's loop, step for step, the long table asked where it has
+// one (A_LONG not nil). Registers:
 // R14 the argument block, SI the frame, DI the table, R8 the position
 // (ip), R9 the anchor, R11 the last offset (r0), CX the hash's shift
-// (64 - HashLog) except for a moment in the step; at a position AX its 8
+// (64 - HashLog) except for a moment in the step and the long table's
+// index; at a position AX its 8
 // bytes, BX their tag, R15 the table's entry; DX R10 R12 R13 scratch.
 TEXT ·parseAMD64(SB), NOSPLIT, $0-8
 	MOVQ a+0(FP), R14
@@ -117,6 +122,10 @@ rlen:
 	JMP  match
 
 cand:
+	CMPQ A_LONG(R14), $0
+	JNE  long
+
+short:
 	// The entry's candidate c = (t & posMask) - 1 is taken when its tag
 	// agrees, uint(ip-c-1) < uint(min(maxOff, ip)) and its MinMatch bytes
 	// agree.
@@ -137,6 +146,8 @@ cand:
 	XORQ AX, R10
 	TESTQ A_MASK(R14), R10
 	JNZ  miss
+
+found:
 	// matchLen(src, c, ip, end) in R10; its first word is in R10 already
 	// (ip < limit, so 8 bytes are there). DX the frame less the offset.
 	TESTQ R10, R10
@@ -194,6 +205,43 @@ back:
 	DECQ R12
 	INCQ R10
 	JMP  back
+
+long:
+	// The long table's entry for cur's 8 bytes (hashTag with no shift,
+	// the table's own index bits) is asked first and replaced; its
+	// candidate is taken when its tag agrees, it lies in the window and
+	// all 8 bytes agree, else the short table's is asked.
+	MOVQ AX, R10
+	IMULQ A_PRIME(R14), R10
+	MOVQ R10, R12
+	MOVQ A_HL2(R14), CX
+	SHRQ CX, R12              // its index
+	MOVQ A_HL(R14), CX
+	SHRQ $13, R10
+	ANDQ A_TAGMASK(R14), R10  // its tag
+	MOVQ A_LONG(R14), DX
+	LEAQ (DX)(R12*4), DX
+	MOVL (DX), R13            // its entry
+	LEAQ 1(R8), R12
+	ORQ  R10, R12
+	MOVL R12, (DX)
+	MOVQ R13, R12
+	ANDQ A_TAGMASK(R14), R12
+	CMPQ R12, R10
+	JNE  short
+	ANDQ A_POSMASK(R14), R13  // c2+1
+	MOVQ R8, R10
+	SUBQ R13, R10
+	MOVQ A_MAXOFF(R14), R12
+	CMPQ R12, R8
+	CMOVQGT R8, R12
+	CMPQ R10, R12
+	JCC  short
+	LEAQ -1(R13), R12         // c2
+	MOVQ (SI)(R12*1), R10
+	XORQ AX, R10
+	JNZ  short
+	JMP  found
 
 miss:
 	// ip += stride + (ip-anchor)>>ss
@@ -295,6 +343,20 @@ coded:
 	LEAQ -1(R8), R10
 	ORQ  BX, R10
 	MOVL R10, (DI)(DX*4)
+	MOVQ A_LONG(R14), R13
+	TESTQ R13, R13
+	JZ   loop
+	MOVQ -2(SI)(R8*1), BX
+	IMULQ A_PRIME(R14), BX
+	MOVQ BX, DX
+	MOVQ A_HL2(R14), CX
+	SHRQ CX, DX
+	MOVQ A_HL(R14), CX
+	SHRQ $13, BX
+	ANDQ A_TAGMASK(R14), BX
+	LEAQ -1(R8), R10
+	ORQ  BX, R10
+	MOVL R10, (R13)(DX*4)
 	JMP  loop
 
 done:

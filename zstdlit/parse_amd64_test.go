@@ -23,9 +23,9 @@ func TestTheParseAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 		unsafe.Offsetof(a.ip), unsafe.Offsetof(a.anchor), unsafe.Offsetof(a.nl), unsafe.Offsetof(a.ns),
 		unsafe.Offsetof(a.r0), unsafe.Offsetof(a.r1), unsafe.Offsetof(a.r2),
 		unsafe.Sizeof(sequence{}), unsafe.Offsetof(sequence{}.matchLen), unsafe.Offsetof(sequence{}.offVal),
-		unsafe.Sizeof(uint32(0)),
+		unsafe.Sizeof(uint32(0)), unsafe.Offsetof(a.long), unsafe.Offsetof(a.hl2), unsafe.Offsetof(a.prime),
 	}
-	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4}
+	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("offset %d is %d, the assembly (parse_amd64.s) takes %d", i, got[i], want[i])
@@ -95,10 +95,15 @@ func TestTheParseAssemblyParsesAsGoDoes(t *testing.T) {
 		if len(in.data) < 16 {
 			continue
 		}
-		opts := []WindowOptions{WindowOptionsFor(1, in.elem).dense(in.data).withDefaults()}
-		for range 3 {
-			opts = append(opts, WindowOptions{MinMatch: 4 + r.IntN(5), HashLog: 10 + r.IntN(8),
-				SearchStrength: 1 + r.IntN(8), Stride: 1 + r.IntN(3)}.withDefaults())
+		opts := []WindowOptions{WindowOptionsFor(1, in.elem).dense(in.data).withDefaults(),
+			WindowOptionsFor(3, in.elem).withDefaults()}
+		for i := range 4 {
+			o := WindowOptions{MinMatch: 4 + r.IntN(5), HashLog: 10 + r.IntN(8),
+				SearchStrength: 1 + r.IntN(8), Stride: 1 + r.IntN(3)}
+			if i%2 == 1 {
+				o.LongHashLog = 10 + r.IntN(8)
+			}
+			opts = append(opts, o.withDefaults())
 		}
 		for oi, opt := range opts {
 			// a window of the whole frame, and one small enough to turn
@@ -108,7 +113,7 @@ func TestTheParseAssemblyParsesAsGoDoes(t *testing.T) {
 				for start := 0; start < len(in.data); start += MaxBlockSize {
 					end := min(start+MaxBlockSize, len(in.data))
 					goE.parseWindow(in.data, start, end, maxOff, opt)
-					asmE.parseShort(in.data, start, end, maxOff, opt)
+					asmE.parse(in.data, start, end, maxOff, opt)
 					where := fmt.Sprintf("%s, options %d %+v, window %d, block at %d", in.name, oi, opt, maxOff, start)
 					if !slices.Equal(goE.wlits, asmE.wlits) {
 						t.Fatalf("%s: the literals differ (%d against Go's %d bytes)", where, len(asmE.wlits), len(goE.wlits))
@@ -116,7 +121,7 @@ func TestTheParseAssemblyParsesAsGoDoes(t *testing.T) {
 					if i := firstDiff(goE.wseqs, asmE.wseqs); i >= 0 {
 						t.Fatalf("%s: sequence %d of %d is %+v, Go's %+v", where, i, len(goE.wseqs), at(asmE.wseqs, i), at(goE.wseqs, i))
 					}
-					if goE.rep != asmE.rep || !slices.Equal(goE.table, asmE.table) {
+					if goE.rep != asmE.rep || !slices.Equal(goE.table, asmE.table) || !slices.Equal(goE.long, asmE.long) {
 						t.Fatalf("%s: repeat offsets %v against Go's %v, or the tables differ", where, asmE.rep, goE.rep)
 					}
 					for _, q := range goE.wseqs {

@@ -2,7 +2,7 @@
 
 package zstdlit
 
-// parseShort is parseWindow where there is no assembly for it.
-func (e *windowEncoder) parseShort(src []byte, start, end, maxOff int, opt WindowOptions) {
+// parse is parseWindow where there is no assembly for it.
+func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOptions) {
 	e.parseWindow(src, start, end, maxOff, opt)
 }

@@ -247,11 +247,7 @@ func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff in
 	}
 	if n >= MinHuffLiterals {
 		saved := e.rep
-		if e.long == nil {
-			e.parseShort(src, start, end, maxOff, opt)
-		} else {
-			e.parseWindow(src, start, end, maxOff, opt)
-		}
+		e.parse(src, start, end, maxOff, opt)
 		lits := e.wlits
 		hist := histogram(&e.hist, lits)
 		body := e.h.appendLiteralsSection(e.buf[:0], lits, hist)
