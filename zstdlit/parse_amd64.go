@@ -40,6 +40,7 @@ type parseAsm struct {
 	long    *uint32   // 184: the long table, nil without one
 	hl2     uint64    // 192: 64 - LongHashLog
 	prime   uint64    // 200: hashPrime, the long table's multiplier
+	fill    uint64    // 208: 1 with WindowOptions.Fill
 }
 
 //go:noescape
@@ -64,6 +65,9 @@ func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOpti
 		end: uint64(end), limit: uint64(end - 8), maxOff: uint64(maxOff), ip: uint64(start),
 		r0: uint64(e.rep[0]), r1: uint64(e.rep[1]), r2: uint64(e.rep[2]),
 		hl2: uint64(e.hl2), prime: hashPrime,
+	}
+	if opt.Fill {
+		a.fill = 1
 	}
 	if e.long != nil {
 		_ = e.long[1<<(64-e.hl2)-1]

@@ -29,6 +29,7 @@
 #define A_LONG 184
 #define A_HL2 192
 #define A_PRIME 200
+#define A_FILL 208
 
 // func parseAMD64(a *parseAsm)
 //
@@ -356,9 +357,49 @@ coded:
 	ADDQ R10, R8
 	MOVQ R8, R9
 
-	// The position two bytes before the match's end into the table.
+	// With Fill every other position inside the match from its third
+	// byte on, then the one two bytes before its end, into the tables.
 	CMPQ R8, A_LIMIT(R14)
 	JGE  done
+	CMPQ A_FILL(R14), $0
+	JEQ  filled
+	MOVQ R8, R12
+	SUBQ R10, R12
+	ADDQ $2, R12
+	LEAQ -2(R8), R13
+
+fill:
+	CMPQ R12, R13
+	JGE  filled
+	MOVQ (SI)(R12*1), BX
+	IMULQ A_MUL(R14), BX
+	MOVQ BX, DX
+	SHRQ CX, DX
+	SHRQ $13, BX
+	ANDQ A_TAGMASK(R14), BX
+	LEAQ 1(R12), AX
+	ORQ  BX, AX
+	MOVL AX, (DI)(DX*4)
+	MOVQ A_LONG(R14), R15
+	TESTQ R15, R15
+	JZ   fillnext
+	MOVQ (SI)(R12*1), BX
+	IMULQ A_PRIME(R14), BX
+	MOVQ BX, DX
+	MOVQ A_HL2(R14), CX
+	SHRQ CX, DX
+	MOVQ A_HL(R14), CX
+	SHRQ $13, BX
+	ANDQ A_TAGMASK(R14), BX
+	LEAQ 1(R12), AX
+	ORQ  BX, AX
+	MOVL AX, (R15)(DX*4)
+
+fillnext:
+	ADDQ $2, R12
+	JMP  fill
+
+filled:
 	MOVQ -2(SI)(R8*1), BX
 	IMULQ A_MUL(R14), BX
 	MOVQ BX, DX

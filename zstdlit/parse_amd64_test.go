@@ -23,9 +23,9 @@ func TestTheParseAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 		unsafe.Offsetof(a.ip), unsafe.Offsetof(a.anchor), unsafe.Offsetof(a.nl), unsafe.Offsetof(a.ns),
 		unsafe.Offsetof(a.r0), unsafe.Offsetof(a.r1), unsafe.Offsetof(a.r2),
 		unsafe.Sizeof(sequence{}), unsafe.Offsetof(sequence{}.matchLen), unsafe.Offsetof(sequence{}.offVal),
-		unsafe.Sizeof(uint32(0)), unsafe.Offsetof(a.long), unsafe.Offsetof(a.hl2), unsafe.Offsetof(a.prime),
+		unsafe.Sizeof(uint32(0)), unsafe.Offsetof(a.long), unsafe.Offsetof(a.hl2), unsafe.Offsetof(a.prime), unsafe.Offsetof(a.fill),
 	}
-	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200}
+	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200, 208}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("offset %d is %d, the assembly (parse_amd64.s) takes %d", i, got[i], want[i])
@@ -99,7 +99,7 @@ func TestTheParseAssemblyParsesAsGoDoes(t *testing.T) {
 			WindowOptionsFor(3, in.elem).withDefaults()}
 		for i := range 4 {
 			o := WindowOptions{MinMatch: 4 + r.IntN(5), HashLog: 10 + r.IntN(8),
-				SearchStrength: 1 + r.IntN(8), Stride: 1 + r.IntN(3)}
+				SearchStrength: 1 + r.IntN(8), Stride: 1 + r.IntN(3), Fill: r.IntN(2) == 0}
 			if i%2 == 1 {
 				o.LongHashLog = 10 + r.IntN(8)
 			}

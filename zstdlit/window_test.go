@@ -170,20 +170,21 @@ func TestDenseFramesTakeTheirRung(t *testing.T) {
 		elemSize int
 		// the rung the frame must be written with
 		mm, ss, stride int
+		fill           bool
 	}{
-		{"a dim 12-bit frame (under DenseEntropy bits a byte) takes 7-byte matches", dim.ZarrChunks()[0], 2, 7, 4, 2},
-		{"a bright 12-bit frame keeps 6-byte matches", bright.ZarrChunks()[0], 2, 6, 4, 2},
-		{"an 8-bit frame of cells on a dark field (under DenseEntropy8) takes the sparse search", cells8.ZarrChunks()[0], 1, 8, 3, 2},
-		{"an 8-bit frame of saturated cells keeps the dense search", saturated8.ZarrChunks()[0], 1, 8, 8, 2},
+		{"a dim 12-bit frame (under DenseEntropy bits a byte) takes 7-byte matches and fills the tables", dim.ZarrChunks()[0], 2, 7, 4, 2, true},
+		{"a bright 12-bit frame keeps 6-byte matches", bright.ZarrChunks()[0], 2, 6, 4, 2, false},
+		{"an 8-bit frame of cells on a dark field (under DenseEntropy8) takes the sparse search", cells8.ZarrChunks()[0], 1, 8, 3, 2, false},
+		{"an 8-bit frame of saturated cells keeps the dense search", saturated8.ZarrChunks()[0], 1, 8, 8, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := WindowOptionsFor(1, tc.elemSize)
 			fixed := opt
 			fixed.Dense = DenseRung{}
-			fixed.MinMatch, fixed.SearchStrength, fixed.Stride = tc.mm, tc.ss, tc.stride
+			fixed.MinMatch, fixed.SearchStrength, fixed.Stride, fixed.Fill = tc.mm, tc.ss, tc.stride, tc.fill
 			if got, want := EncodeWindow(nil, tc.chunk, opt), EncodeWindow(nil, tc.chunk, fixed); !bytes.Equal(got, want) {
-				t.Fatalf("entropy %.2f bits a byte: the frame is not the one of %d-byte matches, search strength %d, stride %d",
-					entropy(tc.chunk[:MaxBlockSize]), tc.mm, tc.ss, tc.stride)
+				t.Fatalf("entropy %.2f bits a byte: the frame is not the one of %d-byte matches, search strength %d, stride %d, fill %v",
+					entropy(tc.chunk[:MaxBlockSize]), tc.mm, tc.ss, tc.stride, tc.fill)
 			}
 		})
 	}
