@@ -30,6 +30,10 @@
 #define A_HL2 192
 #define A_PRIME 200
 #define A_FILL 208
+#define A_LLC 216
+#define A_MLC 224
+#define A_OFC 232
+#define A_CNT 240
 
 // func parseAMD64(a *parseAsm)
 //
@@ -347,12 +351,50 @@ roll:
 	MOVQ BX, R11
 
 coded:
-	MOVQ A_NS(R14), DX
-	LEAQ (DX)(DX*2), DX
+	MOVQ A_NS(R14), R12
+	LEAQ (R12)(R12*2), DX
 	MOVQ A_SEQS(R14), R15
 	MOVL R13, (R15)(DX*4)
 	MOVL R10, 4(R15)(DX*4)
 	MOVL AX, 8(R15)(DX*4)
+
+	// Its codes, counted: the offset's, highBit(offVal);
+	MOVQ A_CNT(R14), R15
+	BSRL AX, DX
+	MOVQ A_OFC(R14), BX
+	MOVB DX, (BX)(R12*1)
+	INCL 512(R15)(DX*4)
+	// the literal length's, from llCodeOf below 64;
+	CMPQ R13, $64
+	JCC  llhigh
+	LEAQ ·llCodeOf(SB), DX
+	MOVBLZX (DX)(R13*1), DX
+	JMP  llcode
+
+llhigh:
+	BSRQ R13, DX
+	ADDQ $19, DX
+
+llcode:
+	MOVQ A_LLC(R14), BX
+	MOVB DX, (BX)(R12*1)
+	INCL (R15)(DX*4)
+	// the match length's, from mlCodeOf below 128+3.
+	LEAQ -3(R10), BX
+	CMPQ BX, $128
+	JCC  mlhigh
+	LEAQ ·mlCodeOf(SB), DX
+	MOVBLZX (DX)(BX*1), DX
+	JMP  mlcode
+
+mlhigh:
+	BSRQ BX, DX
+	ADDQ $36, DX
+
+mlcode:
+	MOVQ A_MLC(R14), BX
+	MOVB DX, (BX)(R12*1)
+	INCL 256(R15)(DX*4)
 	INCQ A_NS(R14)
 	ADDQ R10, R8
 	MOVQ R8, R9

@@ -24,8 +24,10 @@ func TestTheParseAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 		unsafe.Offsetof(a.r0), unsafe.Offsetof(a.r1), unsafe.Offsetof(a.r2),
 		unsafe.Sizeof(sequence{}), unsafe.Offsetof(sequence{}.matchLen), unsafe.Offsetof(sequence{}.offVal),
 		unsafe.Sizeof(uint32(0)), unsafe.Offsetof(a.long), unsafe.Offsetof(a.hl2), unsafe.Offsetof(a.prime), unsafe.Offsetof(a.fill),
+		unsafe.Offsetof(a.llc), unsafe.Offsetof(a.mlc), unsafe.Offsetof(a.ofc), unsafe.Offsetof(a.cnt),
+		unsafe.Offsetof(seqCounts{}.ml), unsafe.Offsetof(seqCounts{}.of),
 	}
-	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200, 208}
+	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200, 208, 216, 224, 232, 240, 256, 512}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("offset %d is %d, the assembly (parse_amd64.s) takes %d", i, got[i], want[i])
@@ -113,7 +115,7 @@ func TestTheParseAssemblyParsesAsGoDoes(t *testing.T) {
 				for start := 0; start < len(in.data); start += MaxBlockSize {
 					end := min(start+MaxBlockSize, len(in.data))
 					goE.parseWindow(in.data, start, end, maxOff, opt)
-					asmE.parse(in.data, start, end, maxOff, opt)
+					cnt := asmE.parse(in.data, start, end, maxOff, opt)
 					where := fmt.Sprintf("%s, options %d %+v, window %d, block at %d", in.name, oi, opt, maxOff, start)
 					if !slices.Equal(goE.wlits, asmE.wlits) {
 						t.Fatalf("%s: the literals differ (%d against Go's %d bytes)", where, len(asmE.wlits), len(goE.wlits))
@@ -123,6 +125,9 @@ func TestTheParseAssemblyParsesAsGoDoes(t *testing.T) {
 					}
 					if goE.rep != asmE.rep || !slices.Equal(goE.table, asmE.table) || !slices.Equal(goE.long, asmE.long) {
 						t.Fatalf("%s: repeat offsets %v against Go's %v, or the tables differ", where, asmE.rep, goE.rep)
+					}
+					if err := codedAsTheSectionCodes(asmE.wseqs, &asmE.sw, cnt); err != nil {
+						t.Fatalf("%s: %v", where, err)
 					}
 					for _, q := range goE.wseqs {
 						if q.offVal <= 3 {
@@ -165,4 +170,24 @@ func at(s []sequence, i int) any {
 		return s[i]
 	}
 	return "none"
+}
+
+// codedAsTheSectionCodes checks the codes the parse wrote to sw and
+// counted in cnt against the sequences section's own (llCode, mlCode,
+// highBit).
+func codedAsTheSectionCodes(seqs []sequence, sw *seqWriter, cnt *seqCounts) error {
+	var want seqCounts
+	for i, q := range seqs {
+		ll, ml, of := llCode(q.litLen), mlCode(q.matchLen), highBit(q.offVal)
+		if int(sw.ll[i]) != ll || int(sw.ml[i]) != ml || int(sw.of[i]) != of {
+			return fmt.Errorf("sequence %d %+v: codes %d %d %d, the section's %d %d %d", i, q, sw.ll[i], sw.ml[i], sw.of[i], ll, ml, of)
+		}
+		want.ll[ll]++
+		want.ml[ml]++
+		want.of[of]++
+	}
+	if *cnt != want {
+		return fmt.Errorf("the codes' counts differ from the section's")
+	}
+	return nil
 }

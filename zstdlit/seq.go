@@ -153,23 +153,30 @@ type seqCoder struct {
 
 // plan picks the mode and table log for codes and appends the table
 // description. maxLog is 9 for literal and match lengths, 8 for offsets.
-func (c *seqCoder) plan(dst []byte, codes []uint8, alphabet, maxLog int) (out []byte, mode byte) {
+// counted, when not nil, holds the codes' counts already.
+func (c *seqCoder) plan(dst []byte, codes []uint8, alphabet, maxLog int, counted *[64]uint32) (out []byte, mode byte) {
 	c.count = append(c.count[:0], make([]uint32, alphabet)...)
-	// Four tables, so that runs of one code do not wait on one counter.
-	var part [4][64]uint32
-	i := 0
-	for ; i+4 <= len(codes); i += 4 {
-		part[0][codes[i]&63]++
-		part[1][codes[i+1]&63]++
-		part[2][codes[i+2]&63]++
-		part[3][codes[i+3]&63]++
-	}
-	for ; i < len(codes); i++ {
-		part[0][codes[i]&63]++
+	if counted != nil {
+		copy(c.count, counted[:])
+	} else {
+		// Four tables, so that runs of one code do not wait on one counter.
+		var part [4][64]uint32
+		i := 0
+		for ; i+4 <= len(codes); i += 4 {
+			part[0][codes[i]&63]++
+			part[1][codes[i+1]&63]++
+			part[2][codes[i+2]&63]++
+			part[3][codes[i+3]&63]++
+		}
+		for ; i < len(codes); i++ {
+			part[0][codes[i]&63]++
+		}
+		for x := range c.count {
+			c.count[x] = part[0][x] + part[1][x] + part[2][x] + part[3][x]
+		}
 	}
 	maxSym := 0
 	for x := range c.count {
-		c.count[x] = part[0][x] + part[1][x] + part[2][x] + part[3][x]
 		if c.count[x] != 0 {
 			maxSym = x
 		}
@@ -212,10 +219,21 @@ type seqWriter struct {
 	cll, cml, cof seqCoder
 }
 
+// seqCounts counts the sequences' literal length, match length and offset
+// codes, as the windowed parse's assembly counts them while it parses.
+type seqCounts struct{ ll, ml, of [64]uint32 }
+
 // appendSequences appends a sequences section: the count, the modes byte,
 // the three table descriptions (LL, OF, ML) and one backward bitstream,
 // coded last sequence first.
 func (sw *seqWriter) appendSequences(dst []byte, seqs []sequence) []byte {
+	return sw.appendCodedSequences(dst, seqs, nil)
+}
+
+// appendCodedSequences is appendSequences for sequences whose codes are
+// in sw.ll, sw.ml and sw.of already, counted in cnt; with cnt nil it works
+// them out.
+func (sw *seqWriter) appendCodedSequences(dst []byte, seqs []sequence, cnt *seqCounts) []byte {
 	n := len(seqs)
 	switch {
 	case n < 128:
@@ -232,21 +250,27 @@ func (sw *seqWriter) appendSequences(dst []byte, seqs []sequence) []byte {
 	// appended to sw's fields: the section took 11.7-12.0 ns a sequence
 	// instead of 13.3-13.9 (BenchmarkSequencesSectionOfADimBlock, dev
 	// machine, one core).
-	ll := slices.Grow(sw.ll[:0], n)[:n]
-	ml := slices.Grow(sw.ml[:0], n)[:n]
-	of := slices.Grow(sw.of[:0], n)[:n]
-	for i, q := range seqs {
-		ll[i] = uint8(llCode(q.litLen))
-		ml[i] = uint8(mlCode(q.matchLen))
-		of[i] = uint8(highBit(q.offVal))
+	var cll, cml, cof *[64]uint32
+	if cnt == nil {
+		ll := slices.Grow(sw.ll[:0], n)[:n]
+		ml := slices.Grow(sw.ml[:0], n)[:n]
+		of := slices.Grow(sw.of[:0], n)[:n]
+		for i, q := range seqs {
+			ll[i] = uint8(llCode(q.litLen))
+			ml[i] = uint8(mlCode(q.matchLen))
+			of[i] = uint8(highBit(q.offVal))
+		}
+		sw.ll, sw.ml, sw.of = ll, ml, of
+	} else {
+		sw.ll, sw.ml, sw.of = sw.ll[:n], sw.ml[:n], sw.of[:n]
+		cll, cml, cof = &cnt.ll, &cnt.ml, &cnt.of
 	}
-	sw.ll, sw.ml, sw.of = ll, ml, of
 	modes := len(dst)
 	dst = append(dst, 0)
 	var mll, mof, mml byte
-	dst, mll = sw.cll.plan(dst, sw.ll, len(llBase), 9)
-	dst, mof = sw.cof.plan(dst, sw.of, 32, 8)
-	dst, mml = sw.cml.plan(dst, sw.ml, len(mlBase), 9)
+	dst, mll = sw.cll.plan(dst, sw.ll, len(llBase), 9, cll)
+	dst, mof = sw.cof.plan(dst, sw.of, 32, 8, cof)
+	dst, mml = sw.cml.plan(dst, sw.ml, len(mlBase), 9, cml)
 	dst[modes] = mll<<6 | mof<<4 | mml<<2
 
 	w := bitWriter{out: dst}

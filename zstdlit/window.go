@@ -198,6 +198,7 @@ type windowEncoder struct {
 	rep     [3]uint32
 	wlits   []byte
 	wseqs   []sequence
+	cnt     seqCounts // the codes' counts, from parse where it counts them
 }
 
 // EncodeWindow appends one zstd frame holding src to dst.
@@ -263,11 +264,11 @@ func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff in
 	}
 	if n >= MinHuffLiterals {
 		saved := e.rep
-		e.parse(src, start, end, maxOff, opt)
+		cnt := e.parse(src, start, end, maxOff, opt)
 		lits := e.wlits
 		hist := histogram(&e.hist, lits)
 		body := e.h.appendLiteralsSection(e.buf[:0], lits, hist)
-		body = e.sw.appendSequences(body, e.wseqs)
+		body = e.sw.appendCodedSequences(body, e.wseqs, cnt)
 		e.buf = body
 		if len(body) < n-minGain(n) {
 			dst = appendBlockHeader(dst, last, blockCompressed, len(body))
