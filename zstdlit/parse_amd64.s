@@ -35,6 +35,40 @@
 #define A_OFC 232
 #define A_CNT 240
 
+// MATCHLEN finishes matchLen: R13 is where the compare is, on the later
+// start's side (p, a register), DX the frame less the offset, so that
+// (DX)(R13*1) is the earlier side's byte. It leaves the common run's
+// length from p in R10 and jumps to done; words, diff, bytes and end are
+// its labels, one set for each use. Clobbers R13.
+#define MATCHLEN(p, done, words, diff, bytes, end) \
+words: \
+	LEAQ 8(R13), R10 \
+	CMPQ R10, A_END(R14) \
+	JGT  bytes \
+	MOVQ (SI)(R13*1), R10 \
+	XORQ (DX)(R13*1), R10 \
+	JNZ  diff \
+	ADDQ $8, R13 \
+	JMP  words \
+diff: \
+	BSFQ R10, R10 \
+	SHRQ $3, R10 \
+	ADDQ R13, R10 \
+	SUBQ p, R10 \
+	JMP  done \
+bytes: \
+	CMPQ R13, A_END(R14) \
+	JGE  end \
+	MOVBLZX (SI)(R13*1), R10 \
+	CMPB R10, (DX)(R13*1) \
+	JNE  end \
+	INCQ R13 \
+	JMP  bytes \
+end: \
+	MOVQ R13, R10 \
+	SUBQ p, R10 \
+	JMP  done
+
 // func parseAMD64(a *parseAsm)
 //
 // parseWindow's loop, step for step, the long table asked where it has
@@ -93,35 +127,7 @@ loop:
 	SUBQ R12, DX
 	MOVQ R12, R13
 
-rwords:
-	LEAQ 8(R13), R10
-	CMPQ R10, A_END(R14)
-	JGT  rbytes
-	MOVQ (SI)(R13*1), R10
-	XORQ (DX)(R13*1), R10
-	JNZ  rdiff
-	ADDQ $8, R13
-	JMP  rwords
-
-rdiff:
-	BSFQ R10, R10
-	SHRQ $3, R10
-	ADDQ R13, R10
-	SUBQ R12, R10
-	JMP  rlen
-
-rbytes:
-	CMPQ R13, A_END(R14)
-	JGE  rend
-	MOVBLZX (SI)(R13*1), R10
-	CMPB R10, (DX)(R13*1)
-	JNE  rend
-	INCQ R13
-	JMP  rbytes
-
-rend:
-	MOVQ R13, R10
-	SUBQ R12, R10
+	MATCHLEN(R12, rlen, rwords, rdiff, rbytes, rend)
 
 rlen:
 	CMPQ R10, A_MM(R14)
@@ -185,36 +191,7 @@ measure:
 	SUBQ R8, DX
 	LEAQ 8(R8), R13
 
-cwords:
-	LEAQ 8(R13), R10
-	CMPQ R10, A_END(R14)
-	JGT  cbytes
-	MOVQ (SI)(R13*1), R10
-	XORQ (DX)(R13*1), R10
-	JNZ  cdiff
-	ADDQ $8, R13
-	JMP  cwords
-
-cdiff:
-	BSFQ R10, R10
-	SHRQ $3, R10
-	ADDQ R13, R10
-	SUBQ R8, R10
-	JMP  back
-
-cbytes:
-	CMPQ R13, A_END(R14)
-	JGE  cend
-	MOVBLZX (SI)(R13*1), R10
-	CMPB R10, (DX)(R13*1)
-	JNE  cend
-	INCQ R13
-	JMP  cbytes
-
-cend:
-	MOVQ R13, R10
-	SUBQ R8, R10
-	JMP  back
+	MATCHLEN(R8, back, cwords, cdiff, cbytes, cend)
 
 cfirst:
 	BSFQ R10, R10
