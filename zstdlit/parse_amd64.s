@@ -35,6 +35,60 @@
 #define A_OFC 232
 #define A_CNT 240
 
+// CANDIDATE takes the candidate of a table's entry (in a register, its
+// position + 1 left there) for the position in R8 whose 8 bytes are in
+// AX and whose tag is in tag: on to fail unless the tags agree and
+// uint(ip-c-1) < uint(min(maxOff, ip)); else c in R12 and its 8 bytes
+// xor AX in R10, the flags set by that xor. Clobbers R10, R12.
+#define CANDIDATE(entry, tag, fail) \
+	MOVQ entry, R12 \
+	ANDQ A_TAGMASK(R14), R12 \
+	CMPQ R12, tag \
+	JNE  fail \
+	ANDQ A_POSMASK(R14), entry \
+	MOVQ R8, R10 \
+	SUBQ entry, R10 \
+	MOVQ A_MAXOFF(R14), R12 \
+	CMPQ R12, R8 \
+	CMOVQGT R8, R12 \
+	CMPQ R10, R12 \
+	JCC  fail \
+	LEAQ -1(entry), R12 \
+	MOVQ (SI)(R12*1), R10 \
+	XORQ AX, R10
+
+// LENCODE writes a length's code, from table below bound (the codes of
+// the short lengths) or highBit(v) + base above it, to the field's slice
+// at the sequence's index (R12) and counts it at cntoff(R15); high and
+// done are its labels. Clobbers BX, DX.
+#define LENCODE(v, bound, table, base, field, cntoff, high, done) \
+	CMPQ v, $bound \
+	JCC  high \
+	LEAQ table(SB), DX \
+	MOVBLZX (DX)(v*1), DX \
+	JMP  done \
+high: \
+	BSRQ v, DX \
+	ADDQ $base, DX \
+done: \
+	MOVQ field(R14), BX \
+	MOVB DX, (BX)(R12*1) \
+	INCL cntoff(R15)(DX*4)
+
+// ENTER enters the position d bytes from p (e = d+1 its entry) into the
+// table at tab, the hash's multiplier at mulf, its index shift in CX, as
+// the loop's head does. Clobbers AX, BX, DX.
+#define ENTER(p, d, e, mulf, tab) \
+	MOVQ d(SI)(p*1), BX \
+	IMULQ mulf(R14), BX \
+	MOVQ BX, DX \
+	SHRQ CX, DX \
+	SHRQ $13, BX \
+	ANDQ A_TAGMASK(R14), BX \
+	LEAQ e(p), AX \
+	ORQ  BX, AX \
+	MOVL AX, (tab)(DX*4)
+
 // MATCHLEN finishes matchLen: R13 is where the compare is, on the later
 // start's side (p, a register), DX the frame less the offset, so that
 // (DX)(R13*1) is the earlier side's byte. It leaves the common run's
@@ -145,21 +199,7 @@ short:
 	// The entry's candidate c = (t & posMask) - 1 is taken when its tag
 	// agrees, uint(ip-c-1) < uint(min(maxOff, ip)) and its MinMatch bytes
 	// agree.
-	MOVQ R15, R10
-	ANDQ A_TAGMASK(R14), R10
-	CMPQ R10, BX
-	JNE  miss
-	ANDQ A_POSMASK(R14), R15  // c+1
-	MOVQ R8, R10
-	SUBQ R15, R10
-	MOVQ A_MAXOFF(R14), R12
-	CMPQ R12, R8
-	CMOVQGT R8, R12
-	CMPQ R10, R12
-	JCC  miss
-	LEAQ -1(R15), R12         // c
-	MOVQ (SI)(R12*1), R10
-	XORQ AX, R10
+	CANDIDATE(R15, BX, miss)
 	TESTQ A_MASK(R14), R10
 	JNZ  miss
 
@@ -230,22 +270,8 @@ long:
 	LEAQ 1(R8), R12
 	ORQ  R10, R12
 	MOVL R12, (DX)
-	MOVQ R13, R12
-	ANDQ A_TAGMASK(R14), R12
-	CMPQ R12, R10
-	JNE  short
-	ANDQ A_POSMASK(R14), R13  // c2+1
-	MOVQ R8, R10
-	SUBQ R13, R10
-	MOVQ A_MAXOFF(R14), R12
-	CMPQ R12, R8
-	CMOVQGT R8, R12
-	CMPQ R10, R12
-	JCC  short
-	LEAQ -1(R13), R12         // c2
-	MOVQ (SI)(R12*1), R10
-	XORQ AX, R10
-	JNZ  short
+	CANDIDATE(R13, R10, short)
+	JNZ  short                // all 8 bytes agree, or the short table's
 	JMP  found
 
 	PCALIGN $32
@@ -341,37 +367,11 @@ coded:
 	MOVQ A_OFC(R14), BX
 	MOVB DX, (BX)(R12*1)
 	INCL 512(R15)(DX*4)
-	// the literal length's, from llCodeOf below 64;
-	CMPQ R13, $64
-	JCC  llhigh
-	LEAQ ·llCodeOf(SB), DX
-	MOVBLZX (DX)(R13*1), DX
-	JMP  llcode
-
-llhigh:
-	BSRQ R13, DX
-	ADDQ $19, DX
-
-llcode:
-	MOVQ A_LLC(R14), BX
-	MOVB DX, (BX)(R12*1)
-	INCL (R15)(DX*4)
-	// the match length's, from mlCodeOf below 128+3.
+	// the literal length's, from llCodeOf below 64; the match length's,
+	// from mlCodeOf below 128+3.
+	LENCODE(R13, 64, ·llCodeOf, 19, A_LLC, 0, llhigh, llcode)
 	LEAQ -3(R10), BX
-	CMPQ BX, $128
-	JCC  mlhigh
-	LEAQ ·mlCodeOf(SB), DX
-	MOVBLZX (DX)(BX*1), DX
-	JMP  mlcode
-
-mlhigh:
-	BSRQ BX, DX
-	ADDQ $36, DX
-
-mlcode:
-	MOVQ A_MLC(R14), BX
-	MOVB DX, (BX)(R12*1)
-	INCL 256(R15)(DX*4)
+	LENCODE(BX, 128, ·mlCodeOf, 36, A_MLC, 256, mlhigh, mlcode)
 	INCQ A_NS(R14)
 	ADDQ R10, R8
 	MOVQ R8, R9
@@ -390,58 +390,26 @@ mlcode:
 fill:
 	CMPQ R12, R13
 	JGE  filled
-	MOVQ (SI)(R12*1), BX
-	IMULQ A_MUL(R14), BX
-	MOVQ BX, DX
-	SHRQ CX, DX
-	SHRQ $13, BX
-	ANDQ A_TAGMASK(R14), BX
-	LEAQ 1(R12), AX
-	ORQ  BX, AX
-	MOVL AX, (DI)(DX*4)
+	ENTER(R12, 0, 1, A_MUL, DI)
 	MOVQ A_LONG(R14), R15
 	TESTQ R15, R15
 	JZ   fillnext
-	MOVQ (SI)(R12*1), BX
-	IMULQ A_PRIME(R14), BX
-	MOVQ BX, DX
 	MOVQ A_HL2(R14), CX
-	SHRQ CX, DX
+	ENTER(R12, 0, 1, A_PRIME, R15)
 	MOVQ A_HL(R14), CX
-	SHRQ $13, BX
-	ANDQ A_TAGMASK(R14), BX
-	LEAQ 1(R12), AX
-	ORQ  BX, AX
-	MOVL AX, (R15)(DX*4)
 
 fillnext:
 	ADDQ $2, R12
 	JMP  fill
 
 filled:
-	MOVQ -2(SI)(R8*1), BX
-	IMULQ A_MUL(R14), BX
-	MOVQ BX, DX
-	SHRQ CX, DX
-	SHRQ $13, BX
-	ANDQ A_TAGMASK(R14), BX
-	LEAQ -1(R8), R10
-	ORQ  BX, R10
-	MOVL R10, (DI)(DX*4)
-	MOVQ A_LONG(R14), R13
-	TESTQ R13, R13
+	ENTER(R8, -2, -1, A_MUL, DI)
+	MOVQ A_LONG(R14), R15
+	TESTQ R15, R15
 	JZ   loop
-	MOVQ -2(SI)(R8*1), BX
-	IMULQ A_PRIME(R14), BX
-	MOVQ BX, DX
 	MOVQ A_HL2(R14), CX
-	SHRQ CX, DX
+	ENTER(R8, -2, -1, A_PRIME, R15)
 	MOVQ A_HL(R14), CX
-	SHRQ $13, BX
-	ANDQ A_TAGMASK(R14), BX
-	LEAQ -1(R8), R10
-	ORQ  BX, R10
-	MOVL R10, (R13)(DX*4)
 	JMP  loop
 
 done:
