@@ -125,13 +125,16 @@ end: \
 
 // func parseAMD64(a *parseAsm)
 //
-// parseWindow's loop, step for step, the long table asked where it has
-// one (A_LONG not nil). Registers:
-// R14 the argument block, SI the frame, DI the table, R8 the position
-// (ip), R9 the anchor, R11 the last offset (r0), CX the hash's shift
-// (64 - HashLog) except for a moment in the step and the long table's
-// index; at a position AX its 8
-// bytes, BX their tag, R15 the table's entry; DX R10 R12 R13 scratch.
+// parseWindow's loop, step for step: the long table asked where it has
+// one (A_LONG not nil), the match's inside entered with Fill (A_FILL).
+// Besides, each sequence's three codes are written and counted, which
+// parseWindow leaves to the sequences section.
+//
+// Registers: R14 the argument block, SI the frame, DI the table, R8 the
+// position (ip), R9 the anchor, R11 the last offset (r0), CX the hash's
+// shift (64 - HashLog) except for a moment in the step and around the
+// long table's index; at a position AX its 8 bytes, BX their tag, R15
+// the table's entry; DX R10 R12 R13 scratch.
 TEXT ·parseAMD64(SB), NOSPLIT, $0-8
 	MOVQ a+0(FP), R14
 	MOVQ A_SRC(R14), SI

@@ -323,7 +323,9 @@ func hashTag(v uint64, shift, hl uint, tagMask uint32) (uint32, uint32) {
 	return uint32(x >> (hl & 63)), uint32(x>>13) & tagMask
 }
 
-// parseWindow fills e.wlits and e.wseqs for src[start:end].
+// parseWindow fills e.wlits and e.wseqs for src[start:end]. It is the
+// reference of parse's assembly on amd64 (parse_amd64.s) and parse
+// elsewhere.
 func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt WindowOptions) {
 	// Room for the worst case up front, so that the hot loop writes by
 	// index instead of appending.
