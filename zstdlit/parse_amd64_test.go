@@ -191,3 +191,45 @@ func codedAsTheSectionCodes(seqs []sequence, sw *seqWriter, cnt *seqCounts) erro
 	}
 	return nil
 }
+
+// FuzzTheParseAssemblyParsesAsGoDoes runs the assembly and parseWindow on
+// the same bytes with options drawn from the fuzzer's, frame by frame and
+// block by block, and wants the same literals, sequences, repeat offsets,
+// tables and the section's codes.
+func FuzzTheParseAssemblyParsesAsGoDoes(f *testing.F) {
+	for _, c := range corpus.Cases() {
+		f.Add(c.Data[:min(len(c.Data), 20000)], uint8(0), uint16(0))
+	}
+	f.Add(alternatingCopies(20000, 1), uint8(3), uint16(0x1234))
+	f.Fuzz(func(t *testing.T, src []byte, level uint8, bits uint16) {
+		if len(src) < 16 {
+			return
+		}
+		opt := WindowOptionsFor(int(level%4), 1+int(bits&1)).dense(src).withDefaults()
+		if bits&2 != 0 { // options off the ladder
+			opt = WindowOptions{MinMatch: 4 + int(bits>>2)%5, HashLog: 10 + int(bits>>5)%8,
+				SearchStrength: 1 + int(bits>>8)%8, Stride: 1 + int(bits>>11)%3, Fill: bits&(1<<14) != 0}
+			if bits&(1<<15) != 0 {
+				opt.LongHashLog = 10 + int(bits>>5)%8
+			}
+			opt = opt.withDefaults()
+		}
+		goE, asmE, opt := parsers(src, opt)
+		maxOff := len(src)
+		if bits&(1<<13) != 0 {
+			maxOff = 1 + int(bits)%3000
+		}
+		for start := 0; start < len(src); start += MaxBlockSize {
+			end := min(start+MaxBlockSize, len(src))
+			goE.parseWindow(src, start, end, maxOff, opt)
+			cnt := asmE.parse(src, start, end, maxOff, opt)
+			if !slices.Equal(goE.wlits, asmE.wlits) || firstDiff(goE.wseqs, asmE.wseqs) >= 0 ||
+				goE.rep != asmE.rep || !slices.Equal(goE.table, asmE.table) || !slices.Equal(goE.long, asmE.long) {
+				t.Fatalf("options %+v, window %d, block at %d: the assembly's parse differs from parseWindow's", opt, maxOff, start)
+			}
+			if err := codedAsTheSectionCodes(asmE.wseqs, &asmE.sw, cnt); err != nil {
+				t.Fatalf("options %+v, block at %d: %v", opt, start, err)
+			}
+		}
+	})
+}
