@@ -68,7 +68,7 @@ func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOpti
 	_ = src[end-1]
 	_ = e.table[1<<opt.HashLog-1]
 	mm := uint(opt.MinMatch)
-	tagMask := ^(uint32(1)<<e.posBits - 1)
+	tagMask := e.tagMask
 	a := parseAsm{
 		src: &src[0], tab: &e.table[0], lits: &e.wlits[0], seqs: &e.wseqs[0],
 		mul: hashPrime << (64 - 8*mm), hl: uint64(64 - opt.HashLog),

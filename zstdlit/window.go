@@ -185,7 +185,7 @@ var windowEncoders = sync.Pool{New: func() any { return new(windowEncoder) }}
 type windowEncoder struct {
 	encoder
 	// table holds, by hash, the latest position + 1 (0 for none) in the
-	// low posBits bits and, above them, a tag: more bits of the same
+	// bits below tagMask and, in tagMask's, a tag: more bits of the same
 	// hash. A candidate whose tag differs is turned down without reading
 	// the chunk at a random place, the parse's most expensive load, and
 	// the table stays at 4 bytes an entry (256 KiB for 2^16), which
@@ -194,7 +194,7 @@ type windowEncoder struct {
 	long    []uint32 // LongHashLog's table, the same entries; nil without one
 	longBuf []uint32 // long's memory, kept for the next frame
 	hl2     uint     // 64 - LongHashLog
-	posBits uint
+	tagMask uint32   // the entries' tag bits: those above the frame's positions
 	rep     [3]uint32
 	wlits   []byte
 	wseqs   []sequence
@@ -246,7 +246,7 @@ func (e *windowEncoder) start(src []byte, opt WindowOptions) (WindowOptions, int
 		e.long = e.longBuf
 	}
 	e.rep = [3]uint32{1, 4, 8}
-	e.posBits = uint(bits.Len(uint(len(src))))
+	e.tagMask = ^(uint32(1)<<bits.Len(uint(len(src))) - 1)
 	if len(src) > singleSegmentLimit {
 		return opt, windowLimit
 	}
@@ -294,11 +294,10 @@ func (e *windowEncoder) insertRange(src []byte, start, end int, opt WindowOption
 // insert enters position p, whose next 8 bytes are v, into the table and,
 // when there is one, the long table.
 func (e *windowEncoder) insert(v uint64, p int, shift, hl uint) {
-	tagMask := ^(uint32(1)<<e.posBits - 1)
-	h, tag := hashTag(v, shift, hl, tagMask)
+	h, tag := hashTag(v, shift, hl, e.tagMask)
 	e.table[h] = uint32(p+1) | tag
 	if e.long != nil {
-		h, tag = hashTag(v, 0, e.hl2, tagMask)
+		h, tag = hashTag(v, 0, e.hl2, e.tagMask)
 		e.long[h] = uint32(p+1) | tag
 	}
 }
@@ -309,9 +308,9 @@ func (e *windowEncoder) insert(v uint64, p int, shift, hl uint) {
 const hashPrime = 0xCF1BBCDCB7A56463
 
 // hashTag hashes the bytes of v that shift keeps: the table index from the
-// top 64-hl bits, the tag from bits 13 to 44, kept above a position of
-// posBits bits by tagMask (the bits above posBits, worked out once a
-// block). Those bits lie below the index of any table up to 2^19 entries.
+// top 64-hl bits, the tag from bits 13 to 44, kept above the frame's
+// positions by tagMask (the bits above them, worked out once a frame).
+// Those bits lie below the index of any table up to 2^19 entries.
 // A tag only turns candidates down without reading them (the same key
 // always has the same tag), so which bits it takes changes the parse's
 // speed, never its output; a constant shift spares the shift register.
@@ -340,7 +339,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	stride := opt.Stride
 	tab := e.table
 	long, hl2 := e.long, e.hl2
-	tagMask := ^(uint32(1)<<e.posBits - 1)
+	tagMask := e.tagMask
 	posMask := ^tagMask
 	r0, r1, r2 := e.rep[0], e.rep[1], e.rep[2] // in registers while the block is parsed
 	anchor, ip := start, start
@@ -427,13 +426,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 			for p := ip - l + 2; opt.Fill && p < ip-2; p += 2 {
 				e.insert(load64(src, p), p, shift, hl)
 			}
-			v := load64(src, ip-2)
-			h, tag := hashTag(v, shift, hl, tagMask)
-			tab[h] = uint32(ip-1) | tag
-			if long != nil {
-				h, tag = hashTag(v, 0, hl2, tagMask)
-				long[h] = uint32(ip-1) | tag
-			}
+			e.insert(load64(src, ip-2), ip-2, shift, hl)
 		}
 	}
 	nl += copy(e.wlits[nl:], src[anchor:end])

@@ -236,7 +236,7 @@ func TestASequenceWithTheLongestLengthsDecodes(t *testing.T) {
 	src = src[:MaxBlockSize-16]
 	// Every position searched and entered, so that the match is found.
 	opt := WindowOptions{MinMatch: 6, HashLog: 17, SearchStrength: 30, Stride: 1}.withDefaults()
-	e := &windowEncoder{table: make([]uint32, 1<<opt.HashLog), posBits: 20, rep: [3]uint32{1, 4, 8}}
+	e := &windowEncoder{table: make([]uint32, 1<<opt.HashLog), tagMask: ^(uint32(1)<<20 - 1), rep: [3]uint32{1, 4, 8}}
 	e.parseWindow(src, 0, len(src), len(src), opt)
 	longest := sequence{}
 	for _, q := range e.wseqs {
