@@ -2,14 +2,22 @@
 
 package zstdlit
 
+import "golang.org/x/sys/cpu"
+
 // The sequences' loop in assembly on amd64. Go compiled codeSeqsGo to
 // about 159 instructions a sequence (cachegrind, dim camera frames), a
 // third of them spills and reloads around the one register that holds a
-// shift's count; the assembly writes the same bits in about 110, its
-// values in registers. It adds each state's bits and each extra field to
-// the accumulator in turn where codeSeqsGo gathers them first: the same
-// bits at the same places. TestTheSequencesAssemblyWritesWhatGoWrites
-// holds the two to the same bytes.
+// shift's count; the assembly writes the same bits in about 90, its
+// values in registers and its shifts BMI2's. It adds each state's bits
+// and each extra field to the accumulator in turn where codeSeqsGo
+// gathers them first: the same bits at the same places.
+// TestTheSequencesAssemblyWritesWhatGoWrites holds the two to the same
+// bytes.
+
+// hasBMI2 says whether the sequences' and literals' assembly may run:
+// they shift with BMI2's SHLX, SHRX and BZHI, which every x86-64 core
+// since 2013 has (Haswell, Excavator); older ones run the Go loops.
+var hasBMI2 = cpu.X86.HasBMI2
 
 // seqAsm is encodeSeqsAMD64's argument block. The assembly addresses its
 // fields, fseTable's and sequence's by offset (the test checks them).
@@ -34,6 +42,9 @@ func (sw *seqWriter) codeSeqs(out []byte, o int, acc uint64, nb uint, seqs []seq
 	n := len(seqs)
 	if n == 0 {
 		return o, acc, nb
+	}
+	if !hasBMI2 {
+		return sw.codeSeqsGo(out, o, acc, nb, seqs)
 	}
 	_ = out[o+12*n+7] // the assembly's writes stay inside out
 	_, _, _ = sw.ll[n-1], sw.ml[n-1], sw.of[n-1]
