@@ -5,7 +5,7 @@ package zstdlit
 // The literals' loop in assembly on amd64: Go compiled codeLitsGo to about
 // 10 instructions a literal, moving the bit count in and out of the shift
 // register at every write; the assembly keeps it there and takes about
-// 8.6, the same bits (TestTheLiteralsAssemblyWritesWhatGoWrites).
+// 8, the same bits (TestTheLiteralsAssemblyWritesWhatGoWrites).
 
 // huffAsm is encodeLitsAMD64's argument block. The assembly addresses its
 // fields by offset (the test checks them).
@@ -27,6 +27,9 @@ func (h *huffEnc) codeLits(out []byte, o int, lits []byte) (int, uint64, uint, i
 	n := len(lits)
 	if n < 5 {
 		return o, 0, 0, n
+	}
+	if !hasBMI2 {
+		return h.codeLitsGo(out, o, lits)
 	}
 	_ = out[o+n*MaxHuffBits/8+7] // the assembly's writes stay inside out
 	a := huffAsm{wp: &out[o], lits: &lits[0], n: n, code: &h.code64, nbBits: &h.nbBits}
