@@ -54,8 +54,12 @@ func parseAMD64(a *parseAsm)
 // offsets and tables. It also writes the sequences' codes to e.sw's and
 // counts them, which the sequences section then need not: in the parse,
 // which waits on its loads, that work is mostly hidden. It returns the
-// counts.
+// counts, or nil where a core without BMI2 runs parseWindow.
 func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOptions) *seqCounts {
+	if !hasBMI2 {
+		e.parseWindow(src, start, end, maxOff, opt)
+		return nil
+	}
 	n := end - start
 	e.wlits = slices.Grow(e.wlits[:0], n+8)[:n+8]
 	ns := n/opt.MinMatch + 1

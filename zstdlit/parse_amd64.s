@@ -76,13 +76,12 @@ done: \
 	INCL cntoff(R15)(DX*4)
 
 // ENTER enters the position d bytes from p (e = d+1 its entry) into the
-// table at tab, the hash's multiplier at mulf, its index shift in CX, as
+// table at tab, the hash's multiplier at mulf, its index shift in sh, as
 // the loop's head does. Clobbers AX, BX, DX.
-#define ENTER(p, d, e, mulf, tab) \
+#define ENTER(p, d, e, mulf, tab, sh) \
 	MOVQ d(SI)(p*1), BX \
 	IMULQ mulf(R14), BX \
-	MOVQ BX, DX \
-	SHRQ CX, DX \
+	SHRXQ sh, BX, DX \
 	SHRQ $13, BX \
 	ANDQ A_TAGMASK(R14), BX \
 	LEAQ e(p), AX \
@@ -130,10 +129,13 @@ end: \
 // Besides, each sequence's three codes are written and counted, which
 // parseWindow leaves to the sequences section.
 //
+// Needs BMI2 (parse asks): every variable shift is SHRX, one µop where
+// SHR by CL takes two or three on Intel cores, and its count in any
+// register, so CX keeps the hash's shift throughout.
+//
 // Registers: R14 the argument block, SI the frame, DI the table, R8 the
 // position (ip), R9 the anchor, R11 the last offset (r0), CX the hash's
-// shift (64 - HashLog) except for a moment in the step and around the
-// long table's index; at a position AX its 8 bytes, BX their tag, R15
+// shift (64 - HashLog); at a position AX its 8 bytes, BX their tag, R15
 // the table's entry; DX R10 R12 R13 scratch.
 TEXT ·parseAMD64(SB), NOSPLIT, $0-8
 	MOVQ a+0(FP), R14
@@ -155,8 +157,7 @@ loop:
 	MOVQ (SI)(R8*1), AX       // cur
 	MOVQ AX, BX
 	IMULQ A_MUL(R14), BX      // the hash
-	MOVQ BX, DX
-	SHRQ CX, DX               // its table index
+	SHRXQ CX, BX, DX          // its table index
 	SHRQ $13, BX
 	ANDQ A_TAGMASK(R14), BX   // its tag
 	MOVL (DI)(DX*4), R15      // the entry
@@ -217,11 +218,11 @@ found:
 	JGE  measure
 	MOVQ (SI)(DX*1), R13
 	IMULQ A_MUL(R14), R13
-	SHRQ CX, R13
+	SHRXQ CX, R13, R13
 	PREFETCHT0 (DI)(R13*4)
 	MOVQ 1(SI)(DX*1), R13
 	IMULQ A_MUL(R14), R13
-	SHRQ CX, R13
+	SHRXQ CX, R13, R13
 	PREFETCHT0 (DI)(R13*4)
 
 measure:
@@ -261,10 +262,8 @@ long:
 	// all 8 bytes agree, else the short table's is asked.
 	MOVQ AX, R10
 	IMULQ A_PRIME(R14), R10
-	MOVQ R10, R12
-	MOVQ A_HL2(R14), CX
-	SHRQ CX, R12              // its index
-	MOVQ A_HL(R14), CX
+	MOVQ A_HL2(R14), DX
+	SHRXQ DX, R10, R12        // its index
 	SHRQ $13, R10
 	ANDQ A_TAGMASK(R14), R10  // its tag
 	MOVQ A_LONG(R14), DX
@@ -283,9 +282,8 @@ miss:
 	// ip += stride + (ip-anchor)>>ss
 	MOVQ R8, DX
 	SUBQ R9, DX
-	MOVQ A_SS(R14), CX
-	SHRQ CX, DX
-	MOVQ A_HL(R14), CX
+	MOVQ A_SS(R14), R10
+	SHRXQ R10, DX, DX
 	ADDQ A_STRIDE(R14), DX
 	ADDQ DX, R8
 	JMP  loop
@@ -393,26 +391,24 @@ coded:
 fill:
 	CMPQ R12, R13
 	JGE  filled
-	ENTER(R12, 0, 1, A_MUL, DI)
+	ENTER(R12, 0, 1, A_MUL, DI, CX)
 	MOVQ A_LONG(R14), R15
 	TESTQ R15, R15
 	JZ   fillnext
-	MOVQ A_HL2(R14), CX
-	ENTER(R12, 0, 1, A_PRIME, R15)
-	MOVQ A_HL(R14), CX
+	MOVQ A_HL2(R14), R10
+	ENTER(R12, 0, 1, A_PRIME, R15, R10)
 
 fillnext:
 	ADDQ $2, R12
 	JMP  fill
 
 filled:
-	ENTER(R8, -2, -1, A_MUL, DI)
+	ENTER(R8, -2, -1, A_MUL, DI, CX)
 	MOVQ A_LONG(R14), R15
 	TESTQ R15, R15
 	JZ   loop
-	MOVQ A_HL2(R14), CX
-	ENTER(R8, -2, -1, A_PRIME, R15)
-	MOVQ A_HL(R14), CX
+	MOVQ A_HL2(R14), R10
+	ENTER(R8, -2, -1, A_PRIME, R15, R10)
 	JMP  loop
 
 done:
