@@ -45,6 +45,7 @@ type parseAsm struct {
 	mlc     *uint8     // 224: match length
 	ofc     *uint8     // 232: and offset, one a sequence
 	cnt     *seqCounts // 240: their counts, out (zeroed before)
+	repEnd  uint64     // 248: the last offset is tried below it (repProbe)
 }
 
 //go:noescape
@@ -80,7 +81,7 @@ func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOpti
 		mask: 1<<(8*mm) - 1, mask8: (1<<(8*mm) - 1) >> 8, mm: uint64(mm),
 		stride: uint64(opt.Stride), ss: uint64(opt.SearchStrength),
 		end: uint64(end), limit: uint64(end - 8), maxOff: uint64(maxOff), ip: uint64(start),
-		r0: uint64(e.rep[0]), r1: uint64(e.rep[1]), r2: uint64(e.rep[2]),
+		r0: uint64(e.rep[0]), r1: uint64(e.rep[1]), r2: uint64(e.rep[2]), repEnd: uint64(start + repProbe),
 		hl2: uint64(e.hl2), prime: hashPrime,
 		llc: &sw.ll[0], mlc: &sw.ml[0], ofc: &sw.of[0], cnt: &e.cnt,
 	}

@@ -34,6 +34,7 @@
 #define A_MLC 224
 #define A_OFC 232
 #define A_CNT 240
+#define A_REPEND 248
 
 // CANDIDATE takes the candidate of a table's entry (in a register, its
 // position + 1 left there) for the position in R8 whose 8 bytes are in
@@ -165,8 +166,10 @@ loop:
 	ORQ  BX, R10
 	MOVL R10, (DI)(DX*4)      // the position replaces it
 
-	// The last offset one byte on: ip > anchor, ip+1-r0 >= 0 and the
-	// MinMatch-1 bytes after cur's first agree.
+	// The last offset one byte on: ip < repEnd, ip > anchor, ip+1-r0 >=
+	// 0 and the MinMatch-1 bytes after cur's first agree.
+	CMPQ R8, A_REPEND(R14)
+	JGE  cand
 	CMPQ R8, R9
 	JLE  cand
 	LEAQ 1(R8), DX
@@ -190,6 +193,8 @@ loop:
 rlen:
 	CMPQ R10, A_MM(R14)
 	JLT  cand                 // too short: the table's candidate instead
+	MOVQ A_END(R14), DX
+	MOVQ DX, A_REPEND(R14)    // found one: tried to the block's end
 	INCQ R8
 	MOVQ R8, R12
 	SUBQ R11, R12             // c

@@ -25,9 +25,9 @@ func TestTheParseAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 		unsafe.Sizeof(sequence{}), unsafe.Offsetof(sequence{}.matchLen), unsafe.Offsetof(sequence{}.offVal),
 		unsafe.Sizeof(uint32(0)), unsafe.Offsetof(a.long), unsafe.Offsetof(a.hl2), unsafe.Offsetof(a.prime), unsafe.Offsetof(a.fill),
 		unsafe.Offsetof(a.llc), unsafe.Offsetof(a.mlc), unsafe.Offsetof(a.ofc), unsafe.Offsetof(a.cnt),
-		unsafe.Offsetof(seqCounts{}.ml), unsafe.Offsetof(seqCounts{}.of),
+		unsafe.Offsetof(seqCounts{}.ml), unsafe.Offsetof(seqCounts{}.of), unsafe.Offsetof(a.repEnd),
 	}
-	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200, 208, 216, 224, 232, 240, 256, 512}
+	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200, 208, 216, 224, 232, 240, 256, 512, 248}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("offset %d is %d, the assembly (parse_amd64.s) takes %d", i, got[i], want[i])
