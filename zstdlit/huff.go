@@ -301,10 +301,31 @@ func (h *huffEnc) appendLiterals(dst, lits []byte, hist *[256]uint32) ([]byte, b
 	var nb [256]uint8
 	h.pm.lengths(hist, MaxHuffBits, &nb)
 	h.setLengths(&nb)
-	return h.appendLiteralsWithTable(dst, lits)
+	return h.appendLiteralsWithTable(dst, lits, false)
 }
 
-func (h *huffEnc) appendLiteralsWithTable(dst, lits []byte) ([]byte, bool) {
+// cost is how many bits h's table takes for literals counted in hist, or
+// false when one of them has no code in it.
+func (h *huffEnc) cost(hist *[256]uint32) (int, bool) {
+	bits := 0
+	for s, c := range hist {
+		if c != 0 {
+			if h.nbBits[s] == 0 {
+				return 0, false
+			}
+			bits += int(c) * int(h.nbBits[s])
+		}
+	}
+	return bits, true
+}
+
+// appendLiteralsWithTable appends lits coded with h's table: a
+// Compressed_Literals_Block, which carries the table's description, or,
+// with treeless, a Treeless_Literals_Block, which the decoder codes with
+// the table of the frame's last Huffman-coded literals section (RFC 8878,
+// 3.1.1.3.1.1); false when the table cannot be described or the sizes do
+// not fit the header.
+func (h *huffEnc) appendLiteralsWithTable(dst, lits []byte, treeless bool) ([]byte, bool) {
 	n := len(lits)
 	four := n > 1023
 	hdrSize := 3
@@ -313,9 +334,13 @@ func (h *huffEnc) appendLiteralsWithTable(dst, lits []byte) ([]byte, bool) {
 	}
 	start := len(dst)
 	dst = append(dst, make([]byte, hdrSize)...)
-	dst, ok := h.appendTreeDesc(dst)
-	if !ok {
-		return dst[:start], false
+	typ := uint64(3)
+	if !treeless {
+		var ok bool
+		if dst, ok = h.appendTreeDesc(dst); !ok {
+			return dst[:start], false
+		}
+		typ = 2
 	}
 	if !four {
 		dst = h.appendStream(dst, lits)
@@ -343,11 +368,11 @@ func (h *huffEnc) appendLiteralsWithTable(dst, lits []byte) ([]byte, bool) {
 		if comp > 1023 {
 			return dst[:start], false
 		}
-		hdr, size = 2|0<<2|uint64(n)<<4|uint64(comp)<<14, 3
+		hdr, size = typ|0<<2|uint64(n)<<4|uint64(comp)<<14, 3
 	case n <= 0x3FFF && comp <= 0x3FFF:
-		hdr, size = 2|2<<2|uint64(n)<<4|uint64(comp)<<18, 4
+		hdr, size = typ|2<<2|uint64(n)<<4|uint64(comp)<<18, 4
 	case n <= 0x3FFFF && comp <= 0x3FFFF:
-		hdr, size = 2|3<<2|uint64(n)<<4|uint64(comp)<<22, 5
+		hdr, size = typ|3<<2|uint64(n)<<4|uint64(comp)<<22, 5
 	default:
 		return dst[:start], false
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/zspool/zspool/internal/synth"
@@ -248,4 +249,90 @@ func TestASequenceWithTheLongestLengthsDecodes(t *testing.T) {
 		t.Fatalf("the parse found %d sequences, the longest %+v: the case does not reach the limits", len(e.wseqs), longest)
 	}
 	windowDecodes(t, src, opt)
+}
+
+// literalsTypes is the Literals_Block_Type of each compressed block of a
+// frame of n content bytes (2 Huffman-coded with its tree, 3 treeless).
+func literalsTypes(t *testing.T, frame []byte, n int) []int {
+	t.Helper()
+	var types []int
+	for p := FrameHeaderSize(n); ; {
+		h := int(frame[p]) | int(frame[p+1])<<8 | int(frame[p+2])<<16
+		if h>>1&3 == blockCompressed {
+			types = append(types, int(frame[p+3]&3))
+		}
+		p += 3 + windowBlockSize(t, frame[p:])
+		if h&1 == 1 {
+			return types
+		}
+	}
+}
+
+func TestBrightCellsCodeMostBlocksWithTheDecodersHuffmanTable(t *testing.T) {
+	src := synth.CameraBright(512, 512).ZarrChunks()[0]
+	frame := windowDecodes(t, src, WindowOptionsFor(1, 2))
+	types := literalsTypes(t, frame, len(src))
+	treeless := 0
+	for _, typ := range types {
+		if typ == 3 {
+			treeless++
+		}
+	}
+	if treeless*2 < len(types) {
+		t.Fatalf("%d of %d blocks' literals reuse the decoder's table (types %v), want most", treeless, len(types), types)
+	}
+}
+
+// A block's literals may reuse the Huffman table only while the decoder
+// holds it: a table built for a block that was then stored raw, or whose
+// literals went raw after all (a few hundred of them, which the tree's
+// description would outweigh, in a block of matches), never reached the
+// decoder, which still holds the one before. Frames of blocks drawn from
+// skewed bytes, bytes near uniform, and copies of earlier blocks with
+// such bytes sprinkled in, densely or sparsely, must decode, treeless
+// sections among them.
+func TestATableOfAStoredBlockIsNotReusedAfterIt(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	ps := []float64{0.35, 0.5, 0.65}
+	noise := func(seed uint64) []byte {
+		if r.IntN(2) == 0 {
+			return corpus.Uniform(MaxBlockSize, 0, 200+r.IntN(56), seed)
+		}
+		return corpus.Geometric(MaxBlockSize, ps[r.IntN(len(ps))], seed)
+	}
+	treeless := 0
+	for trial := range 80 {
+		var src []byte
+		for range 3 + r.IntN(5) {
+			seed := r.Uint64()
+			switch k := r.IntN(4); {
+			case k == 0 || len(src) == 0:
+				src = append(src, corpus.Geometric(MaxBlockSize, ps[r.IntN(len(ps))], seed)...)
+			case k == 1:
+				src = append(src, corpus.Uniform(MaxBlockSize, 0, 200+r.IntN(56), seed)...)
+			default:
+				from := r.IntN(len(src)/MaxBlockSize) * MaxBlockSize
+				blk := slices.Clone(src[from : from+MaxBlockSize])
+				nz := noise(seed)
+				gap := 10 + r.IntN(20)
+				if k == 3 {
+					gap = 500 + r.IntN(1500)
+				}
+				for i := r.IntN(gap); i < len(blk); i += gap {
+					blk[i] = nz[i]
+				}
+				src = append(src, blk...)
+			}
+		}
+		opt := ladder()[trial%len(ladder())]
+		frame := windowDecodes(t, src, opt)
+		for _, typ := range literalsTypes(t, frame, len(src)) {
+			if typ == 3 {
+				treeless++
+			}
+		}
+	}
+	if treeless == 0 {
+		t.Fatal("no block reused the decoder's table: the test tests nothing")
+	}
 }

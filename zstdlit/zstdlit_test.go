@@ -217,7 +217,7 @@ func TestATreeDescriptionThatCannotBeMadeFallsBackToRaw(t *testing.T) {
 	if _, ok := h.appendTreeDesc(nil); ok {
 		t.Fatal("a description was made for 256 equal weights")
 	}
-	if _, ok := h.appendLiteralsWithTable(nil, corpus.Uniform(2000, 0, 255, 1)); ok {
+	if _, ok := h.appendLiteralsWithTable(nil, corpus.Uniform(2000, 0, 255, 1), false); ok {
 		t.Fatal("literals were coded without a description")
 	}
 	// With Max_Symbol ≤ 128 the same situation uses direct weights.
