@@ -61,10 +61,7 @@ func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOpti
 		e.parseWindow(src, start, end, maxOff, opt)
 		return nil
 	}
-	n := end - start
-	e.wlits = slices.Grow(e.wlits[:0], n+8)[:n+8]
-	ns := n/opt.MinMatch + 1
-	e.wseqs = slices.Grow(e.wseqs[:0], ns)[:ns]
+	ns := e.room(end-start, opt.MinMatch)
 	sw := &e.sw
 	sw.ll = slices.Grow(sw.ll[:0], ns)[:ns]
 	sw.ml = slices.Grow(sw.ml[:0], ns)[:ns]

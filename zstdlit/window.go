@@ -379,11 +379,7 @@ func hashTag(v uint64, shift, hl uint, tagMask uint32) (uint32, uint32) {
 // reference of parse's assembly on amd64 (parse_amd64.s) and parse
 // elsewhere.
 func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt WindowOptions) {
-	// Room for the worst case up front, so that the hot loop writes by
-	// index instead of appending.
-	n := end - start
-	e.wlits = slices.Grow(e.wlits[:0], n+8)[:n+8] // copyLits' slack
-	e.wseqs = slices.Grow(e.wseqs[:0], n/opt.MinMatch+1)[:n/opt.MinMatch+1]
+	e.room(end-start, opt.MinMatch)
 	nl, ns := 0, 0
 	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
 	mm := opt.MinMatch
@@ -488,6 +484,18 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	nl += copy(e.wlits[nl:], src[anchor:end])
 	e.wlits, e.wseqs = e.wlits[:nl], e.wseqs[:ns]
 	e.rep = [3]uint32{r0, r1, r2}
+}
+
+// room sizes e.wlits and e.wseqs for the worst case of a block of n bytes
+// parsed with minMatch-byte matches, so that the parse (parseWindow or
+// its assembly) writes by index instead of appending; the literals get 8
+// bytes of slack for copies a word at a time. It returns the sequences'
+// room.
+func (e *windowEncoder) room(n, minMatch int) int {
+	ns := n/minMatch + 1
+	e.wlits = slices.Grow(e.wlits[:0], n+8)[:n+8]
+	e.wseqs = slices.Grow(e.wseqs[:0], ns)[:ns]
+	return ns
 }
 
 // copyLits copies src[anchor:ip] to e.wlits[nl:] and returns its length. A
