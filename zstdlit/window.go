@@ -313,15 +313,15 @@ func (e *windowEncoder) appendLiterals(dst, lits []byte, hist *[256]uint32) ([]b
 	}
 	if e.treeOK {
 		if bits, ok := e.h.cost(hist); ok && float64(bits) <= e.treeBits*float64(n)*treelessSlack {
-			start := len(dst)
-			if out, ok := e.h.appendLiteralsWithTable(dst, lits, true); ok && len(out)-start < rawLitHeaderSize(n)+n {
+			if out, ok := e.h.appendLiteralsWithTable(dst, lits, true); ok && len(out)-len(dst) < rawLitHeaderSize(n)+n {
 				return out, false
 			}
-			dst = dst[:start]
 		}
 	}
+	start := len(dst)
 	out := e.h.appendLiteralsSection(dst, lits, hist)
-	if bits, ok := e.h.cost(hist); ok {
+	if out[start]&3 == 2 { // the table goes to the decoder: its own block's bits a literal
+		bits, _ := e.h.cost(hist)
 		e.treeBits = float64(bits) / float64(n)
 	}
 	return out, true
