@@ -360,9 +360,9 @@ func (sw *seqWriter) codeSeqsGo(out []byte, o int, acc uint64, nb uint, seqs []s
 	return o, acc, nb
 }
 
-// lowMask[k] keeps the low k bits of a word: a load in the sequences' loop
-// (codeSeqsGo and the assembly) where 1<<k - 1 would take the shift
-// register that the loop's other shifts wait for.
+// lowMask[k] keeps the low k bits of a word: a load in codeSeqsGo where
+// 1<<k - 1 would take the shift register that the loop's other shifts
+// wait for (the assembly has BZHI for it).
 var lowMask = func() (m [32]uint32) {
 	for k := range m {
 		m[k] = 1<<k - 1
