@@ -65,6 +65,8 @@ type Row struct {
 	order    []int    // the chunks in hand-out order
 	inFlight bool     // started and not yet waited for
 	left     sync.WaitGroup
+	failMu   sync.Mutex
+	failed   error // the first chunk's error, which cancelled the row
 	fillNs   atomic.Int64
 	encodeNs atomic.Int64
 }
@@ -161,6 +163,7 @@ func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk fun
 		return nil, fmt.Errorf("compressor: a third row started with two in flight")
 	}
 	r.inFlight = true
+	r.failed = nil
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.chunk, r.rawBytes = chunk, rawBytes
 	r.fillNs.Store(0)
@@ -185,11 +188,15 @@ func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk fun
 	return r, nil
 }
 
-// Wait waits for a started row and reports its context's error, if any.
+// Wait waits for a started row and reports the error of a chunk that
+// failed, or else its context's, if any.
 func (c *Compressor) Wait(r *Row) error {
 	r.left.Wait()
 	r.inFlight = false
 	defer r.cancel()
+	if r.failed != nil {
+		return r.failed
+	}
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -225,7 +232,17 @@ func (r *Row) compress(c *Compressor, w *compressWorker, i int) {
 		return
 	}
 	t0 := time.Now()
-	b := r.chunk(i, w.scratch)
+	var b []byte
+	// The chunk's bytes may come from a mapped raw file (EpochMapper).
+	if err := Guard(func() { b = r.chunk(i, w.scratch) }); err != nil {
+		r.failMu.Lock()
+		if r.failed == nil {
+			r.failed = fmt.Errorf("chunk %d: %w", i, err)
+		}
+		r.failMu.Unlock()
+		r.cancel()
+		return
+	}
 	t1 := time.Now()
 	r.absent[i] = bytes.Equal(b, c.zero)
 	switch {

@@ -98,7 +98,7 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	}
 	rd := opts.Epochs
 	if rd == nil {
-		rd = NewEpochReaderInto(ctx, src.Raw, src.RawName, first, p.Levels[0].Grid.Shape[0], p.EpochFrames(), p.FrameBytes, staging)
+		rd = openEpochs(ctx, log, src, p, first, staging)
 	}
 	defer rd.Close()
 	read := NewMeter("read")
@@ -167,17 +167,41 @@ func newConvertAssembler(ctx context.Context, p *Plan, sink Sink, opts ConvertOp
 	return asm
 }
 
+// openEpochs reads the raw file from epoch first on: into the engine's
+// staging buffers when it has them, else mapped, so that the engine reads
+// the file's cached pages where they are (read copies, where the file
+// cannot be mapped).
+func openEpochs(ctx context.Context, log *zap.Logger, src *Source, p *Plan, first int64, staging [][]byte) EpochSource {
+	frames := p.Levels[0].Grid.Shape[0]
+	if staging == nil {
+		m, err := NewEpochMapper(ctx, src.Raw, src.RawName, first, frames, p.EpochFrames(), p.FrameBytes)
+		if err == nil {
+			return m
+		}
+		log.Debug("reading the raw file with copies", zap.Error(err))
+	}
+	return NewEpochReaderInto(ctx, src.Raw, src.RawName, first, frames, p.EpochFrames(), p.FrameBytes, staging)
+}
+
 // encodeEpochs is the hot path: every epoch of rd through the engine and
 // its chunk rows into the assembler, then the engine's flush. before is
 // the raw bytes ahead of rd's first epoch (a resumed run's), which
 // progress counts too; it returns the raw bytes it consumed. An engine
 // that holds epochs keeps the latest one until it has taken the next.
 func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assembler, read *Meter, before int64,
-	progress func(int64)) (int64, error) {
+	progress func(int64)) (in int64, err error) {
 	h, hold := eng.(EpochHolder)
 	hold = hold && h.HoldsEpochs()
+	if hold {
+		// A failed run leaves the engine reading an epoch it holds, which
+		// the source unmaps once Convert returns.
+		defer func() {
+			if err != nil {
+				h.Settle()
+			}
+		}()
+	}
 	var held *Epoch // the epoch the engine may still read
-	var in int64
 	for {
 		ep, ok := rd.Next()
 		if !ok {

@@ -52,7 +52,9 @@ type StageResetter interface {
 
 // EpochHolder is an engine that may still read an epoch's bytes after
 // Encode returns it outputs: Convert then releases each epoch only after
-// the next Encode, or Flush, returns.
+// the next Encode, or Flush, returns. After a failed Encode or Flush,
+// Settle waits until the engine reads no epoch it was given.
 type EpochHolder interface {
 	HoldsEpochs() bool
+	Settle()
 }

@@ -128,6 +128,9 @@ func (c *Engine) Encode(ctx context.Context, e pipeline.Epoch) ([]pipeline.Level
 	c.ahead = &aheadRow{row: row, index: l0.rowIndex}
 	l0.rowIndex++
 	if err := c.pushPyramid(ctx, e); err != nil {
+		if prev != nil {
+			_ = l0.comp.Wait(prev.row) // Settle waits for the new row only
+		}
 		return nil, err
 	}
 	if prev != nil {
@@ -142,6 +145,15 @@ func (c *Engine) Encode(ctx context.Context, e pipeline.Epoch) ([]pipeline.Level
 // compressed (pipeline.EpochHolder): when the plan has two rows in flight.
 func (c *Engine) HoldsEpochs() bool { return c.plan.EngineRows > 1 }
 
+// Settle waits for the level-0 row still compressing from an epoch
+// Convert would release next (pipeline.EpochHolder), after a failure.
+func (c *Engine) Settle() {
+	if a := c.ahead; a != nil {
+		c.ahead = nil
+		_ = c.levels[0].comp.Wait(a.row)
+	}
+}
+
 // finishAhead waits for a level-0 row Encode started and adds its output.
 func (c *Engine) finishAhead(a *aheadRow) error {
 	l0 := c.levels[0]
@@ -152,12 +164,17 @@ func (c *Engine) finishAhead(a *aheadRow) error {
 	return nil
 }
 
-// pushPyramid feeds the epoch's frames to level 1, when there is one.
+// pushPyramid feeds the epoch's frames to level 1, when there is one. The
+// frames may be a mapped raw file's (pipeline.EpochMapper).
 func (c *Engine) pushPyramid(ctx context.Context, e pipeline.Epoch) error {
-	if len(c.levels) > 1 {
-		return c.push(ctx, 1, e.Data, e.Frames)
+	if len(c.levels) == 1 {
+		return nil
 	}
-	return nil
+	var err error
+	if gerr := pipeline.Guard(func() { err = c.push(ctx, 1, e.Data, e.Frames) }); gerr != nil {
+		return gerr
+	}
+	return err
 }
 
 // compressRow stores one row of level l from its dense frames.
