@@ -209,6 +209,12 @@ func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assemble
 		}
 		read.Add(int64(len(ep.Data)), ep.Read)
 		outs, err := eng.Encode(ctx, ep)
+		if err != nil {
+			// The engine may still read this epoch and the one it held:
+			// neither is released, and rd's Close lets go of them once
+			// the engine has settled.
+			return in, fmt.Errorf("epoch %d: %w", ep.Index, err)
+		}
 		n := int64(len(ep.Data))
 		if hold {
 			if held != nil {
@@ -217,9 +223,6 @@ func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assemble
 			held = &ep
 		} else {
 			rd.Release(ep)
-		}
-		if err != nil {
-			return in, fmt.Errorf("epoch %d: %w", ep.Index, err)
 		}
 		for _, o := range outs {
 			if err := asm.Add(ctx, o); err != nil {
