@@ -9,6 +9,82 @@ import (
 	"testing"
 )
 
+// sources are the two ways Convert gets epochs of a raw file.
+var sources = []struct {
+	name string
+	open func(t *testing.T, f *os.File, first, frames, epochFrames, frameBytes int64) EpochSource
+}{
+	{"read into buffers", func(_ *testing.T, f *os.File, first, frames, epochFrames, frameBytes int64) EpochSource {
+		return NewEpochReader(context.Background(), f, "r.raw", first, frames, epochFrames, frameBytes)
+	}},
+	{"mapped", func(t *testing.T, f *os.File, first, frames, epochFrames, frameBytes int64) EpochSource {
+		m, err := NewEpochMapper(context.Background(), f, "r.raw", first, frames, epochFrames, frameBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}},
+}
+
+func TestEverySourceResumesAtALaterEpochAndGivesAShortLastOne(t *testing.T) {
+	// Frames of 3000 bytes, so that epochs start inside pages. 7 frames
+	// in epochs of 3 (0-2, 3-5, 6), from epoch 1 on.
+	const frameBytes = 3000
+	data := make([]byte, 7*frameBytes)
+	for i := range data {
+		data[i] = byte(i*13 + i>>9)
+	}
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			rd := src.open(t, mapFile(t, data), 1, 7, 3, frameBytes)
+			defer rd.Close()
+			var frames []int64
+			for {
+				e, ok := rd.Next()
+				if !ok {
+					break
+				}
+				off := e.Index * 3 * frameBytes
+				if !bytes.Equal(e.Data, data[off:off+e.Frames*frameBytes]) {
+					t.Fatalf("epoch %d: its bytes differ from the file's at byte %d", e.Index, off)
+				}
+				frames = append(frames, e.Frames)
+				rd.Release(e)
+			}
+			if err := rd.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(frames) != 2 || frames[0] != 3 || frames[1] != 1 {
+				t.Fatalf("frames per epoch %v, want [3 1]", frames)
+			}
+		})
+	}
+}
+
+func TestEverySourceReportsAFileShorterThanPlannedAsBadInput(t *testing.T) {
+	for _, src := range sources {
+		t.Run(src.name, func(t *testing.T) {
+			rd := src.open(t, mapFile(t, make([]byte, 25)), 0, 4, 1, 10) // planned 40 bytes
+			defer rd.Close()
+			n := 0
+			for {
+				e, ok := rd.Next()
+				if !ok {
+					break
+				}
+				n++
+				rd.Release(e)
+			}
+			if err := rd.Err(); !IsInputError(err) {
+				t.Fatalf("err = %v, want an input error about the shrunk file", err)
+			}
+			if n != 2 {
+				t.Fatalf("%d epochs before the short one, want 2", n)
+			}
+		})
+	}
+}
+
 // mapFile writes data to a file of the test's and opens it.
 func mapFile(t *testing.T, data []byte) *os.File {
 	t.Helper()
@@ -22,41 +98,6 @@ func mapFile(t *testing.T, data []byte) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
-}
-
-func TestEpochMapperMapsEveryEpochFromUnalignedOffsets(t *testing.T) {
-	// Frames of 3000 bytes: the epochs start inside pages. 7 frames in
-	// epochs of 3 (0-2, 3-5, 6), from epoch 1 on.
-	const frameBytes = 3000
-	data := make([]byte, 7*frameBytes)
-	for i := range data {
-		data[i] = byte(i*13 + i>>9)
-	}
-	f := mapFile(t, data)
-	m, err := NewEpochMapper(context.Background(), f, "m.raw", 1, 7, 3, frameBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	var frames []int64
-	for {
-		e, ok := m.Next()
-		if !ok {
-			break
-		}
-		off := e.Index * 3 * frameBytes
-		if !bytes.Equal(e.Data, data[off:off+e.Frames*frameBytes]) {
-			t.Fatalf("epoch %d: the mapped bytes differ from the file's at byte %d", e.Index, off)
-		}
-		frames = append(frames, e.Frames)
-		m.Release(e)
-	}
-	if err := m.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(frames) != 2 || frames[0] != 3 || frames[1] != 1 {
-		t.Fatalf("frames per epoch %v, want [3 1]", frames)
-	}
 }
 
 func TestEpochMapperKeepsTwoEpochsMappedAndCloseUnmapsWhatIsLeft(t *testing.T) {
@@ -90,30 +131,6 @@ func TestEpochMapperKeepsTwoEpochsMappedAndCloseUnmapsWhatIsLeft(t *testing.T) {
 		t.Fatalf("%d epochs still mapped after Close", len(m.mapped))
 	}
 	m.Release(*held) // after Close: a no-op, not a second munmap
-}
-
-func TestEpochMapperReportsAFileThatShrankBeforeItsEpochWasMapped(t *testing.T) {
-	f := mapFile(t, make([]byte, 25))
-	m, err := NewEpochMapper(context.Background(), f, "s.raw", 0, 4, 1, 10) // planned 40 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	n := 0
-	for {
-		e, ok := m.Next()
-		if !ok {
-			break
-		}
-		n++
-		m.Release(e)
-	}
-	if err := m.Err(); !IsInputError(err) {
-		t.Fatalf("err = %v, want an input error about the shrunk file", err)
-	}
-	if n != 2 {
-		t.Fatalf("%d epochs mapped before the short one, want 2", n)
-	}
 }
 
 func TestGuardTurnsAMappingTheFileShrankUnderIntoAnInputError(t *testing.T) {

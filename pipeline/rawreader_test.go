@@ -47,59 +47,6 @@ func TestEpochReaderStreamsASparse64GiBFileAndStopsEarly(t *testing.T) {
 	}
 }
 
-func TestEpochReaderResumesAtALaterEpochAndReadsAShortLastOne(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "r.raw")
-	data := make([]byte, 7*10) // 7 frames of 10 bytes
-	for i := range data {
-		data[i] = byte(i)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(p)
-	defer f.Close()
-	// Epochs of 3 frames: 0-2, 3-5, 6. Start at epoch 1.
-	r := NewEpochReader(context.Background(), f, "r.raw", 1, 7, 3, 10)
-	var got []int64
-	for {
-		e, ok := r.Next()
-		if !ok {
-			break
-		}
-		if e.Data[0] != byte(e.Index*30) {
-			t.Fatalf("epoch %d starts with byte %d", e.Index, e.Data[0])
-		}
-		got = append(got, e.Frames)
-		r.Release(e)
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0] != 3 || got[1] != 1 {
-		t.Fatalf("frames per epoch %v, want [3 1]", got)
-	}
-}
-
-func TestEpochReaderReportsAFileThatShrankWhileReading(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "s.raw")
-	if err := os.WriteFile(p, make([]byte, 25), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(p)
-	defer f.Close()
-	r := NewEpochReader(context.Background(), f, "s.raw", 0, 4, 1, 10) // planned 40 bytes
-	for {
-		e, ok := r.Next()
-		if !ok {
-			break
-		}
-		r.Release(e)
-	}
-	if err := r.Err(); !IsInputError(err) {
-		t.Fatalf("err = %v, want an input error about the shrunk file", err)
-	}
-}
-
 func TestReadAtInPiecesFillsTheBufferOrStopsAtTheFirstShortPiece(t *testing.T) {
 	size := 4*readPiece + 12345
 	data := make([]byte, size)
