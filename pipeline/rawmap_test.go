@@ -36,7 +36,7 @@ func TestEverySourceResumesAtALaterEpochAndGivesAShortLastOne(t *testing.T) {
 	}
 	for _, src := range sources {
 		t.Run(src.name, func(t *testing.T) {
-			rd := src.open(t, mapFile(t, data), 1, 7, 3, frameBytes)
+			rd := src.open(t, rawFile(t, data), 1, 7, 3, frameBytes)
 			defer rd.Close()
 			var frames []int64
 			for {
@@ -64,7 +64,7 @@ func TestEverySourceResumesAtALaterEpochAndGivesAShortLastOne(t *testing.T) {
 func TestEverySourceReportsAFileShorterThanPlannedAsBadInput(t *testing.T) {
 	for _, src := range sources {
 		t.Run(src.name, func(t *testing.T) {
-			rd := src.open(t, mapFile(t, make([]byte, 25)), 0, 4, 1, 10) // planned 40 bytes
+			rd := src.open(t, rawFile(t, make([]byte, 25)), 0, 4, 1, 10) // planned 40 bytes
 			defer rd.Close()
 			n := 0
 			for {
@@ -85,10 +85,10 @@ func TestEverySourceReportsAFileShorterThanPlannedAsBadInput(t *testing.T) {
 	}
 }
 
-// mapFile writes data to a file of the test's and opens it.
-func mapFile(t *testing.T, data []byte) *os.File {
+// rawFile writes data to a raw file of the test's and opens it.
+func rawFile(t *testing.T, data []byte) *os.File {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "m.raw")
+	p := filepath.Join(t.TempDir(), "t.raw")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func mapFile(t *testing.T, data []byte) *os.File {
 
 func TestEpochMapperKeepsTwoEpochsMappedAndCloseUnmapsWhatIsLeft(t *testing.T) {
 	const frameBytes = 4096
-	f := mapFile(t, make([]byte, 10*frameBytes))
+	f := rawFile(t, make([]byte, 10*frameBytes))
 	m, err := NewEpochMapper(context.Background(), f, "m.raw", 0, 10, 1, frameBytes)
 	if err != nil {
 		t.Fatal(err)
@@ -135,15 +135,7 @@ func TestEpochMapperKeepsTwoEpochsMappedAndCloseUnmapsWhatIsLeft(t *testing.T) {
 
 func TestGuardTurnsAMappingTheFileShrankUnderIntoAnInputError(t *testing.T) {
 	const size = 64 << 10
-	p := filepath.Join(t.TempDir(), "g.raw")
-	if err := os.WriteFile(p, bytes.Repeat([]byte{7}, size), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := rawFile(t, bytes.Repeat([]byte{7}, size))
 	m, err := NewEpochMapper(context.Background(), f, "g.raw", 0, 1, 1, size)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +145,7 @@ func TestGuardTurnsAMappingTheFileShrankUnderIntoAnInputError(t *testing.T) {
 	if !ok {
 		t.Fatal(m.Err())
 	}
-	if err := os.Truncate(p, 0); err != nil {
+	if err := os.Truncate(f.Name(), 0); err != nil {
 		t.Fatal(err)
 	}
 	dst := make([]byte, size)

@@ -53,15 +53,7 @@ func TestReadAtInPiecesFillsTheBufferOrStopsAtTheFirstShortPiece(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i*7 + i>>13)
 	}
-	p := filepath.Join(t.TempDir(), "pieces.raw")
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := rawFile(t, data)
 	cases := []struct {
 		name    string
 		off     int64
