@@ -103,7 +103,7 @@ func Convert(ctx context.Context, log *zap.Logger, src *Source, p *Plan, eng Eng
 	defer rd.Close()
 	read := NewMeter("read")
 	log.Debug("convert start", zap.String("dataset", root), zap.Int64("epochs", p.Epochs()),
-		zap.Int64("first_epoch", first), zap.Stringer("working_set", p.WorkingSet))
+		zap.Int64("first_epoch", first), zap.Stringer("working_set", p.WorkingSet), zap.String("raw_epochs", epochsHow(rd)))
 
 	res.BytesIn, err = encodeEpochs(ctx, eng, rd, asm, read, first*p.EpochBytes(), opts.Progress)
 	if err == nil {
@@ -181,6 +181,17 @@ func openEpochs(ctx context.Context, log *zap.Logger, src *Source, p *Plan, firs
 		log.Debug("reading the raw file with copies", zap.Error(err))
 	}
 	return NewEpochReaderInto(ctx, src.Raw, src.RawName, first, frames, p.EpochFrames(), p.FrameBytes, staging)
+}
+
+// epochsHow says how rd gets the raw file's epochs, for the debug log.
+func epochsHow(rd EpochSource) string {
+	switch rd.(type) {
+	case *EpochMapper:
+		return "mapped"
+	case *EpochReader:
+		return "read"
+	}
+	return "supplied"
 }
 
 // encodeEpochs is the hot path: every epoch of rd through the engine and

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/zspool/zspool/internal/acqtest"
 	"github.com/zspool/zspool/localfs"
@@ -91,5 +93,35 @@ func TestARawFileThatShrinksUnderACPUConvertFailsItAsBadInput(t *testing.T) {
 				t.Fatalf("the group document of a failed convert: %v", fmt.Sprint(err))
 			}
 		})
+	}
+}
+
+func TestTheCPUEngineReadsTheRawFileThroughAMapping(t *testing.T) {
+	dir := t.TempDir()
+	manifest, _ := encoderAcq(t, dir)
+	src, err := pipeline.OpenSource(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	p, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, pipeline.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := cpu.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	core, logs := observer.New(zapcore.DebugLevel)
+	if _, err := pipeline.Convert(context.Background(), zap.New(core), src, p, eng, localfs.New(filepath.Join(dir, "out")), pipeline.ConvertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := logs.FilterMessage("convert start").All()
+	if len(start) != 1 {
+		t.Fatalf("%d \"convert start\" lines, want 1", len(start))
+	}
+	if how := start[0].ContextMap()["raw_epochs"]; how != "mapped" {
+		t.Fatalf("the CPU engine's epochs are %v, want mapped: it would copy every raw byte once more", how)
 	}
 }
