@@ -16,7 +16,7 @@ import (
 // memory instead of copying it out of the page cache: the CPU engine
 // scatters its chunks straight from the cached pages, so the file's bytes
 // are copied once (into a worker's chunk) instead of twice. On a 16-core
-// H100 host the read's copy was 5 to 6 of the 48 to 50 CPU-seconds of an
+// H100 host the read's copy was 5 to 6 of the 47 to 50 CPU-seconds of an
 // 8 GiB convert.
 //
 // Two epochs are mapped at most, as EpochReader holds two buffers, and an
