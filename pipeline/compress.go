@@ -57,7 +57,7 @@ type Compressor struct {
 // Row is one chunk row handed to the compressor by Start.
 type Row struct {
 	ctx      context.Context
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc // a failed chunk's error is the cause
 	chunk    func(i int, scratch []byte) []byte
 	rawBytes int64
 	outs     [][]byte // per chunk, reused by a later Start once waited for
@@ -65,8 +65,6 @@ type Row struct {
 	order    []int    // the chunks in hand-out order
 	inFlight bool     // started and not yet waited for
 	left     sync.WaitGroup
-	failMu   sync.Mutex
-	failed   error // the first chunk's error, which cancelled the row
 	fillNs   atomic.Int64
 	encodeNs atomic.Int64
 }
@@ -163,8 +161,7 @@ func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk fun
 		return nil, fmt.Errorf("compressor: a third row started with two in flight")
 	}
 	r.inFlight = true
-	r.failed = nil
-	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	r.chunk, r.rawBytes = chunk, rawBytes
 	r.fillNs.Store(0)
 	r.encodeNs.Store(0)
@@ -193,11 +190,8 @@ func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk fun
 func (c *Compressor) Wait(r *Row) error {
 	r.left.Wait()
 	r.inFlight = false
-	defer r.cancel()
-	if r.failed != nil {
-		return r.failed
-	}
-	if err := r.ctx.Err(); err != nil {
+	defer r.cancel(nil)
+	if err := context.Cause(r.ctx); err != nil {
 		return err
 	}
 	// Busy time is the workers' summed time spread over the workers: the
@@ -235,12 +229,7 @@ func (r *Row) compress(c *Compressor, w *compressWorker, i int) {
 	var b []byte
 	// The chunk's bytes may come from a mapped raw file (EpochMapper).
 	if err := Guard(func() { b = r.chunk(i, w.scratch) }); err != nil {
-		r.failMu.Lock()
-		if r.failed == nil {
-			r.failed = fmt.Errorf("chunk %d: %w", i, err)
-		}
-		r.failMu.Unlock()
-		r.cancel()
+		r.cancel(fmt.Errorf("chunk %d: %w", i, err)) // the first cause stays
 		return
 	}
 	t1 := time.Now()
@@ -277,7 +266,7 @@ func (c *Compressor) Stages() []Stage { return []Stage{c.fill.Snapshot(), c.enco
 func (c *Compressor) Close() {
 	for _, r := range c.rows {
 		if r.cancel != nil {
-			r.cancel()
+			r.cancel(nil)
 		}
 	}
 	c.running.Wait()
