@@ -53,23 +53,37 @@ func encoderAcqAt(t *testing.T, dir string, level *int) (manifest string, raw []
 
 func convertWith(t *testing.T, manifest, dest string, opts pipeline.Options) {
 	t.Helper()
+	src, p := openPlan(t, manifest, opts)
+	if _, err := pipeline.Convert(context.Background(), zap.NewNop(), src, p, newEngine(t, p), localfs.New(dest), pipeline.ConvertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openPlan opens the acquisition of manifest and plans it with opts; the
+// source is closed when the test ends.
+func openPlan(t *testing.T, manifest string, opts pipeline.Options) (*pipeline.Source, *pipeline.Plan) {
+	t.Helper()
 	src, err := pipeline.OpenSource(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
+	t.Cleanup(func() { src.Close() })
 	p, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return src, p
+}
+
+// newEngine builds the CPU engine for p, closed when the test ends.
+func newEngine(t *testing.T, p *pipeline.Plan) *cpu.Engine {
+	t.Helper()
 	eng, err := cpu.New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
-	if _, err := pipeline.Convert(context.Background(), zap.NewNop(), src, p, eng, localfs.New(dest), pipeline.ConvertOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { eng.Close() })
+	return eng
 }
 
 func TestZstdlitsEncodersStoreExactlyTheirFrameOfEveryPaddedChunk(t *testing.T) {

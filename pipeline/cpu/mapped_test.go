@@ -62,27 +62,14 @@ func TestARawFileThatShrinksUnderACPUConvertFailsItAsBadInput(t *testing.T) {
 				m["multiscale"] = map[string]any{"method": "mean", "levels": c.levels}
 			}
 			manifest := acqtest.Write(t, dir, m, corpus.Gaussian12(frames*h*w, 1500, 40, 3))
-			src, err := pipeline.OpenSource(manifest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
-			p, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, pipeline.Options{Workers: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
+			src, p := openPlan(t, manifest, pipeline.Options{Workers: 3})
 			if p.Epochs() < 4 {
 				t.Fatalf("%d epochs: the case needs a few", p.Epochs())
 			}
 			p.EngineRows = c.rows
-			eng, err := cpu.New(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer eng.Close()
 			dest := filepath.Join(dir, "out")
-			te := &truncating{Engine: eng, raw: filepath.Join(dir, src.RawName), at: 1}
-			_, err = pipeline.Convert(context.Background(), zap.NewNop(), src, p, te, localfs.New(dest), pipeline.ConvertOptions{})
+			te := &truncating{Engine: newEngine(t, p), raw: filepath.Join(dir, src.RawName), at: 1}
+			_, err := pipeline.Convert(context.Background(), zap.NewNop(), src, p, te, localfs.New(dest), pipeline.ConvertOptions{})
 			if !pipeline.IsInputError(err) {
 				t.Fatalf("err = %v, want an input error", err)
 			}
@@ -99,22 +86,9 @@ func TestARawFileThatShrinksUnderACPUConvertFailsItAsBadInput(t *testing.T) {
 func TestTheCPUEngineReadsTheRawFileThroughAMapping(t *testing.T) {
 	dir := t.TempDir()
 	manifest, _ := encoderAcq(t, dir)
-	src, err := pipeline.OpenSource(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	p, err := pipeline.NewPlan(src.Manifest, src.RawName, src.RawSize, pipeline.Options{Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := cpu.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	src, p := openPlan(t, manifest, pipeline.Options{Workers: 2})
 	core, logs := observer.New(zapcore.DebugLevel)
-	if _, err := pipeline.Convert(context.Background(), zap.New(core), src, p, eng, localfs.New(filepath.Join(dir, "out")), pipeline.ConvertOptions{}); err != nil {
+	if _, err := pipeline.Convert(context.Background(), zap.New(core), src, p, newEngine(t, p), localfs.New(filepath.Join(dir, "out")), pipeline.ConvertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start := logs.FilterMessage("convert start").All()
