@@ -271,9 +271,7 @@ func (e *windowEncoder) appendWindowBlock(dst, src []byte, start, end, maxOff in
 	if n >= MinHuffLiterals {
 		saved := e.rep
 		cnt := e.parse(src, start, end, maxOff, opt)
-		lits := e.wlits
-		hist := histogram(&e.hist, lits)
-		body, built := e.appendLiterals(e.buf[:0], lits, hist)
+		body, built := e.appendLiterals(e.buf[:0], e.wlits)
 		body = e.sw.appendCodedSequences(body, e.wseqs, cnt)
 		e.buf = body
 		if len(body) < n-minGain(n) {
@@ -304,19 +302,32 @@ const treelessSlack = 1.01
 // appendLiterals appends the block's literals section and reports whether
 // it built e.h anew. With the table the decoder holds, when that table
 // codes these literals within treelessSlack of what it took for its own
-// block, the section is treeless: no package-merge, no tree description.
-// Else it is appendLiteralsSection's smallest.
-func (e *windowEncoder) appendLiterals(dst, lits []byte, hist *[256]uint32) ([]byte, bool) {
+// block, the section is treeless: no package-merge, no tree description,
+// and, where litBits runs, no histogram. Else it is appendLiteralsSection's
+// smallest.
+func (e *windowEncoder) appendLiterals(dst, lits []byte) ([]byte, bool) {
 	n := len(lits)
-	if n < MinHuffLiterals || hist[lits[0]] == uint32(n) {
-		return e.h.appendLiteralsSection(dst, lits, hist), false // raw or RLE: no table built
+	if n < MinHuffLiterals || oneByte(lits) {
+		return e.h.appendLiteralsSection(dst, lits, histogram(&e.hist, lits)), false // raw or RLE: no table built
 	}
+	var hist *[256]uint32
 	if e.treeOK {
-		if bits, ok := e.h.cost(hist); ok && float64(bits) <= e.treeBits*float64(n)*treelessSlack {
+		var bits int
+		var ok bool
+		if hasLitBits {
+			bits, ok = e.h.litBits(lits)
+		} else {
+			hist = histogram(&e.hist, lits)
+			bits, ok = e.h.cost(hist)
+		}
+		if ok && float64(bits) <= e.treeBits*float64(n)*treelessSlack {
 			if out, ok := e.h.appendLiteralsWithTable(dst, lits, true); ok && len(out)-len(dst) < rawLitHeaderSize(n)+n {
 				return out, false
 			}
 		}
+	}
+	if hist == nil {
+		hist = histogram(&e.hist, lits)
 	}
 	start := len(dst)
 	out := e.h.appendLiteralsSection(dst, lits, hist)
