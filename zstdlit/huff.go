@@ -10,6 +10,7 @@ type huffEnc struct {
 	nbBits [256]uint8  // code length per symbol, 0 when absent
 	code   [256]uint16 // canonical code per symbol
 	code64 [256]uint64 // code as the word appendStream shifts: no unpacking a literal
+	lo, hi [256]uint8  // code's low and high bytes, as codeLitsWide looks them up
 	maxSym int         // largest present symbol
 	maxBit int         // longest code length
 	pm     packageMerge
@@ -203,8 +204,9 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 			}
 		}
 	}
-	for s := range h.code64 {
-		h.code64[s] = uint64(h.code[s])
+	for s, c := range h.code {
+		h.code64[s] = uint64(c)
+		h.lo[s], h.hi[s] = uint8(c), uint8(c>>8)
 	}
 }
 
@@ -212,7 +214,11 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 // literal first, so that the decoder reads the first literal first.
 func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 	out := slices.Grow(dst, len(lits)*MaxHuffBits/8+16)
-	o, acc, nb, i := h.codeLits(out[:cap(out)], len(out), lits)
+	code := h.codeLits
+	if hasLitCodes {
+		code = h.codeLitsWide
+	}
+	o, acc, nb, i := code(out[:cap(out)], len(out), lits)
 	w := bitWriter{out: out[:o], acc: acc, nbits: nb}
 	for i--; i >= 0; i-- {
 		s := lits[i]

@@ -159,7 +159,7 @@ func parsers(src []byte, opt WindowOptions) (*windowEncoder, *windowEncoder, Win
 	return es[0], es[1], opt
 }
 
-func firstDiff(a, b []sequence) int {
+func firstDiff[T comparable](a, b []T) int {
 	for i := range max(len(a), len(b)) {
 		if i >= len(a) || i >= len(b) || a[i] != b[i] {
 			return i
