@@ -17,7 +17,7 @@ func TestTheLiteralBitsAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 	want := []uintptr{0, 8, 16, 24, 88}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Fatalf("offset %d is %d, the assembly (huffcost_amd64.s) takes %d", i, got[i], want[i])
+			t.Fatalf("offset %d is %d, the assembly (huffvec_bits_amd64.s) takes %d", i, got[i], want[i])
 		}
 	}
 }

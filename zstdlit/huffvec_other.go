@@ -10,8 +10,14 @@ const (
 	hasLitCodes = false
 )
 
-func (h *huffEnc) litBits(lits []byte) (int, bool) { panic("zstdlit: litBits without hasLitBits") }
+// litBits is h.cost over lits' histogram where there is no assembly for it
+// (appendLiterals counts the histogram itself, and never calls this).
+func (h *huffEnc) litBits(lits []byte) (int, bool) {
+	var hist [histTables][256]uint32
+	return h.cost(histogram(&hist, lits))
+}
 
+// codeLitsWide is codeLits where there is no assembly for it.
 func (h *huffEnc) codeLitsWide(out []byte, o int, lits []byte) (int, uint64, uint, int) {
-	panic("zstdlit: codeLitsWide without hasLitCodes")
+	return h.codeLits(out, o, lits)
 }
