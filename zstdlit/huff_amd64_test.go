@@ -13,12 +13,7 @@ func TestTheLiteralsAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 	var a huffAsm
 	got := []uintptr{unsafe.Offsetof(a.wp), unsafe.Offsetof(a.acc), unsafe.Offsetof(a.nb), unsafe.Offsetof(a.lits),
 		unsafe.Offsetof(a.n), unsafe.Offsetof(a.code), unsafe.Offsetof(a.nbBits), unsafe.Offsetof(a.written)}
-	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("offset %d is %d, the assembly (huff_amd64.s) takes %d", i, got[i], want[i])
-		}
-	}
+	sameOffsets(t, "huff_amd64.s", got, []uintptr{0, 8, 16, 24, 32, 40, 48, 56})
 }
 
 func TestTheLiteralsAssemblyWritesWhatGoWrites(t *testing.T) {
@@ -28,26 +23,9 @@ func TestTheLiteralsAssemblyWritesWhatGoWrites(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	for _, n := range []int{0, 4, 5, 6, 9, 10, 11, 1023, 1024, 32768, 131072} {
 		for _, alphabet := range []int{2, 16, 200, 256} {
-			lits := make([]byte, n)
-			for i := range lits {
-				// Skewed, so that code lengths run from 1 to 11 bits.
-				lits[i] = byte(min(r.IntN(alphabet), r.IntN(alphabet), r.IntN(alphabet)))
-			}
-			var h huffEnc
+			lits := skewedLits(r, n, alphabet)
 			var hist [histTables][256]uint32
-			counts := histogram(&hist, lits)
-			present := 0
-			for _, c := range counts {
-				if c != 0 {
-					present++
-				}
-			}
-			if present < 2 {
-				counts[0], counts[1] = counts[0]+1, counts[1]+1 // a table needs two symbols
-			}
-			var nbBits [256]uint8
-			h.pm.lengths(counts, MaxHuffBits, &nbBits)
-			h.setLengths(&nbBits)
+			h := tableOf(*histogram(&hist, lits))
 			out := make([]byte, n*MaxHuffBits/8+32)
 			gout := make([]byte, n*MaxHuffBits/8+32)
 			o, acc, nb, left := h.codeLits(out, 3, lits)
@@ -58,4 +36,33 @@ func TestTheLiteralsAssemblyWritesWhatGoWrites(t *testing.T) {
 			}
 		}
 	}
+}
+
+// skewedLits is n literals of alphabet symbols, skewed so that their code
+// lengths run from 1 to 11 bits.
+func skewedLits(r *rand.Rand, n, alphabet int) []byte {
+	lits := make([]byte, n)
+	for i := range lits {
+		lits[i] = byte(min(r.IntN(alphabet), r.IntN(alphabet), r.IntN(alphabet)))
+	}
+	return lits
+}
+
+// tableOf is a Huffman table for counts, with symbols 0 and 1 counted once
+// more where fewer than two are present (a table needs two).
+func tableOf(counts [256]uint32) *huffEnc {
+	present := 0
+	for _, c := range counts {
+		if c != 0 {
+			present++
+		}
+	}
+	if present < 2 {
+		counts[0], counts[1] = counts[0]+1, counts[1]+1
+	}
+	var h huffEnc
+	var nbBits [256]uint8
+	h.pm.lengths(&counts, MaxHuffBits, &nbBits)
+	h.setLengths(&nbBits)
+	return &h
 }

@@ -14,10 +14,16 @@ func TestTheLiteralBitsAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 	var a litBitsAsm
 	got := []uintptr{unsafe.Offsetof(a.lits), unsafe.Offsetof(a.n), unsafe.Offsetof(a.nbBits),
 		unsafe.Offsetof(a.sums), unsafe.Offsetof(a.least)}
-	want := []uintptr{0, 8, 16, 24, 88}
+	sameOffsets(t, "huffvec_bits_amd64.s", got, []uintptr{0, 8, 16, 24, 88})
+}
+
+// sameOffsets fails t where the Go type's offsets (got) differ from those
+// the assembly file asm addresses (want).
+func sameOffsets(t *testing.T, asm string, got, want []uintptr) {
+	t.Helper()
 	for i := range want {
 		if got[i] != want[i] {
-			t.Fatalf("offset %d is %d, the assembly (huffvec_bits_amd64.s) takes %d", i, got[i], want[i])
+			t.Fatalf("offset %d is %d, the assembly (%s) takes %d", i, got[i], asm, want[i])
 		}
 	}
 }
@@ -30,10 +36,7 @@ func TestLitBitsCountsWhatTheHistogramsCostCounts(t *testing.T) {
 	for _, n := range []int{1, 63, 64, 65, 127, 128, 1000, 4096, 131072} {
 		for _, alphabet := range []int{2, 16, 128, 129, 256} {
 			for _, missing := range []bool{false, true} {
-				lits := make([]byte, n)
-				for i := range lits {
-					lits[i] = byte(min(r.IntN(alphabet), r.IntN(alphabet)))
-				}
+				lits := skewedLits(r, n, alphabet)
 				// The table is built for all but one present symbol's
 				// literals when missing: that symbol has no code.
 				var hist [histTables][256]uint32
@@ -41,19 +44,7 @@ func TestLitBitsCountsWhatTheHistogramsCostCounts(t *testing.T) {
 				if missing {
 					counts[lits[r.IntN(n)]] = 0
 				}
-				present := 0
-				for _, c := range counts {
-					if c != 0 {
-						present++
-					}
-				}
-				if present < 2 {
-					counts[0], counts[255] = counts[0]+1, counts[255]+1 // a table needs two symbols
-				}
-				var h huffEnc
-				var nbBits [256]uint8
-				h.pm.lengths(&counts, MaxHuffBits, &nbBits)
-				h.setLengths(&nbBits)
+				h := tableOf(counts)
 				want, wantOK := h.cost(histogram(&hist, lits))
 				got, gotOK := h.litBits(lits)
 				if got != want || gotOK != wantOK {
@@ -73,11 +64,7 @@ func TestTheWideLiteralsAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 	var h huffEnc
 	got = append(got, unsafe.Offsetof(h.nbBits), unsafe.Offsetof(h.code64), unsafe.Offsetof(h.lo), unsafe.Offsetof(h.hi))
 	want = append(want, 0, 768, 2816, 3072)
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("offset %d is %d, the assembly (huffvec_codes_amd64.s) takes %d", i, got[i], want[i])
-		}
-	}
+	sameOffsets(t, "huffvec_codes_amd64.s", got, want)
 }
 
 func TestTheWideLiteralsAssemblyWritesTheStreamTheByteLoopWrites(t *testing.T) {
@@ -88,18 +75,9 @@ func TestTheWideLiteralsAssemblyWritesTheStreamTheByteLoopWrites(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 9))
 	for _, n := range []int{1, 5, 63, 64, 65, 127, 128, 129, 1000, 32768, 32769} {
 		for _, alphabet := range []int{2, 16, 200, 256} {
-			lits := make([]byte, n)
-			for i := range lits {
-				// Skewed, so that code lengths run from 1 to 11 bits.
-				lits[i] = byte(min(r.IntN(alphabet), r.IntN(alphabet), r.IntN(alphabet)))
-			}
-			var h huffEnc
+			lits := skewedLits(r, n, alphabet)
 			var hist [histTables][256]uint32
-			counts := *histogram(&hist, lits)
-			counts[0], counts[255] = counts[0]+1, counts[255]+1 // a table needs two symbols
-			var nbBits [256]uint8
-			h.pm.lengths(&counts, MaxHuffBits, &nbBits)
-			h.setLengths(&nbBits)
+			h := tableOf(*histogram(&hist, lits))
 			prefix := []byte{1, 2, 3}
 			hasLitCodes = true
 			wide := h.appendStream(slices.Clone(prefix), lits)
