@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/zspool/zspool/internal/acqtest"
 )
 
 // sources are the two ways Convert gets epochs of a raw file.
@@ -88,16 +90,7 @@ func TestEverySourceReportsAFileShorterThanPlannedAsBadInput(t *testing.T) {
 // rawFile writes data to a raw file of the test's and opens it.
 func rawFile(t *testing.T, data []byte) *os.File {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "t.raw")
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return acqtest.OpenRaw(t, filepath.Join(t.TempDir(), "t.raw"), data)
 }
 
 func TestEpochMapperKeepsTwoEpochsMappedAndCloseUnmapsWhatIsLeft(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/zspool/zspool/internal/acqtest"
 	"github.com/zspool/zspool/localfs"
 	"github.com/zspool/zspool/zarr"
 )
@@ -236,16 +237,7 @@ func (fx *fixture) raw(t *testing.T, mutate func([]byte) []byte) *os.File {
 	if mutate != nil {
 		b = mutate(b)
 	}
-	p := filepath.Join(fx.dir, "raw.bin")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return acqtest.OpenRaw(t, filepath.Join(fx.dir, "raw.bin"), b)
 }
 
 func (fx *fixture) open(t *testing.T) *zarr.Dataset {

@@ -26,3 +26,18 @@ func Write(t testing.TB, dir string, manifest map[string]any, raw []byte) string
 	}
 	return p
 }
+
+// OpenRaw writes data to path and opens it for reading, as an engine opens
+// a raw file; the file is closed when the test ends.
+func OpenRaw(t testing.TB, path string, data []byte) *os.File {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
