@@ -102,7 +102,7 @@ func (m *EpochMapper) run(ctx context.Context, f *os.File, name string, first, f
 		// The next epoch's reads go to the disk now, in large requests,
 		// where a file is not cached: populating it later then waits for
 		// them instead of reading page by page. Cached pages cost a look-up.
-		_ = unix.Fadvise(int(f.Fd()), off+size, n*frameBytes, unix.FADV_WILLNEED)
+		_ = unix.Fadvise(int(f.Fd()), off+size, epochFrames*frameBytes, unix.FADV_WILLNEED)
 		ep := Epoch{Index: e, Frames: n, Data: mem[lead:], Read: time.Since(start), buf: mem}
 		select {
 		case m.out <- ep:
