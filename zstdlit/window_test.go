@@ -294,11 +294,13 @@ func TestBrightCellsCodeMostBlocksWithTheDecodersHuffmanTable(t *testing.T) {
 func TestATableOfAStoredBlockIsNotReusedAfterIt(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 8))
 	ps := []float64{0.35, 0.5, 0.65}
+	skewed := func(seed uint64) []byte { return corpus.Geometric(MaxBlockSize, ps[r.IntN(len(ps))], seed) }
+	flat := func(seed uint64) []byte { return corpus.Uniform(MaxBlockSize, 0, 200+r.IntN(56), seed) }
 	noise := func(seed uint64) []byte {
 		if r.IntN(2) == 0 {
-			return corpus.Uniform(MaxBlockSize, 0, 200+r.IntN(56), seed)
+			return flat(seed)
 		}
-		return corpus.Geometric(MaxBlockSize, ps[r.IntN(len(ps))], seed)
+		return skewed(seed)
 	}
 	treeless := 0
 	for trial := range 80 {
@@ -307,9 +309,9 @@ func TestATableOfAStoredBlockIsNotReusedAfterIt(t *testing.T) {
 			seed := r.Uint64()
 			switch k := r.IntN(4); {
 			case k == 0 || len(src) == 0:
-				src = append(src, corpus.Geometric(MaxBlockSize, ps[r.IntN(len(ps))], seed)...)
+				src = append(src, skewed(seed)...)
 			case k == 1:
-				src = append(src, corpus.Uniform(MaxBlockSize, 0, 200+r.IntN(56), seed)...)
+				src = append(src, flat(seed)...)
 			default:
 				from := r.IntN(len(src)/MaxBlockSize) * MaxBlockSize
 				blk := slices.Clone(src[from : from+MaxBlockSize])
