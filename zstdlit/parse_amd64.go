@@ -46,6 +46,7 @@ type parseAsm struct {
 	ofc     *uint8     // 232: and offset, one a sequence
 	cnt     *seqCounts // 240: their counts, out (zeroed before)
 	repEnd  uint64     // 248: the last offset is tried below it (repProbe)
+	ss2     uint64     // 256: the step's second growth shift (searchShift2)
 }
 
 //go:noescape
@@ -76,7 +77,7 @@ func (e *windowEncoder) parse(src []byte, start, end, maxOff int, opt WindowOpti
 		mul: hashPrime << (64 - 8*mm), hl: uint64(64 - opt.HashLog),
 		tagMask: uint64(tagMask), posMask: uint64(^tagMask),
 		mask: 1<<(8*mm) - 1, mask8: (1<<(8*mm) - 1) >> 8, mm: uint64(mm),
-		stride: uint64(opt.Stride), ss: uint64(opt.SearchStrength),
+		stride: uint64(opt.Stride), ss: uint64(opt.SearchStrength), ss2: uint64(searchShift2(opt)),
 		end: uint64(end), limit: uint64(end - 8), maxOff: uint64(maxOff), ip: uint64(start),
 		r0: uint64(e.rep[0]), r1: uint64(e.rep[1]), r2: uint64(e.rep[2]), repEnd: uint64(start + repProbe),
 		hl2: uint64(e.hl2), prime: hashPrime,

@@ -35,6 +35,7 @@
 #define A_OFC 232
 #define A_CNT 240
 #define A_REPEND 248
+#define A_SS2 256
 
 // CANDIDATE takes the candidate of a table's entry (in a register, its
 // position + 1 left there) for the position in R8 whose 8 bytes are in
@@ -284,11 +285,14 @@ long:
 	PCALIGN $32
 
 miss:
-	// ip += stride + (ip-anchor)>>ss
+	// ip += stride + (ip-anchor)>>ss + (ip-anchor)>>ss2
 	MOVQ R8, DX
 	SUBQ R9, DX
 	MOVQ A_SS(R14), R10
-	SHRXQ R10, DX, DX
+	SHRXQ R10, DX, R10
+	MOVQ A_SS2(R14), R12
+	SHRXQ R12, DX, DX
+	ADDQ R10, DX
 	ADDQ A_STRIDE(R14), DX
 	ADDQ DX, R8
 	JMP  loop

@@ -25,9 +25,9 @@ func TestTheParseAssemblysOffsetsAreTheGoTypes(t *testing.T) {
 		unsafe.Sizeof(sequence{}), unsafe.Offsetof(sequence{}.matchLen), unsafe.Offsetof(sequence{}.offVal),
 		unsafe.Sizeof(uint32(0)), unsafe.Offsetof(a.long), unsafe.Offsetof(a.hl2), unsafe.Offsetof(a.prime), unsafe.Offsetof(a.fill),
 		unsafe.Offsetof(a.llc), unsafe.Offsetof(a.mlc), unsafe.Offsetof(a.ofc), unsafe.Offsetof(a.cnt),
-		unsafe.Offsetof(seqCounts{}.ml), unsafe.Offsetof(seqCounts{}.of), unsafe.Offsetof(a.repEnd),
+		unsafe.Offsetof(seqCounts{}.ml), unsafe.Offsetof(seqCounts{}.of), unsafe.Offsetof(a.repEnd), unsafe.Offsetof(a.ss2),
 	}
-	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200, 208, 216, 224, 232, 240, 256, 512, 248}
+	want := []uintptr{0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176, 12, 4, 8, 4, 184, 192, 200, 208, 216, 224, 232, 240, 256, 512, 248, 256}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("offset %d is %d, the assembly (parse_amd64.s) takes %d", i, got[i], want[i])
@@ -107,6 +107,9 @@ func TestTheParseAssemblyParsesAsGoDoes(t *testing.T) {
 				SearchStrength: 1 + r.IntN(8), Stride: 1 + r.IntN(3), Fill: r.IntN(2) == 0}
 			if i%2 == 1 {
 				o.LongHashLog = 10 + r.IntN(8)
+			}
+			if i >= 2 { // the step's second growth term, as level 1's 16-bit rung has
+				o.Accelerate = o.SearchStrength + 1 + r.IntN(4)
 			}
 			opts = append(opts, o.withDefaults())
 		}
@@ -217,6 +220,9 @@ func FuzzTheParseAssemblyParsesAsGoDoes(f *testing.F) {
 				SearchStrength: 1 + int(bits>>8)%8, Stride: 1 + int(bits>>11)%3, Fill: bits&(1<<14) != 0}
 			if bits&(1<<15) != 0 {
 				opt.LongHashLog = 10 + int(bits>>5)%8
+			}
+			if level&4 != 0 {
+				opt.Accelerate = opt.SearchStrength + 1 + int(level>>3)%4
 			}
 			opt = opt.withDefaults()
 		}

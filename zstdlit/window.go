@@ -39,6 +39,11 @@ type WindowOptions struct {
 	// SearchStrength: the step grows by one every 2^SearchStrength
 	// literals since the last match (0: 4). Larger searches harder.
 	SearchStrength int
+	// Accelerate, when set (1…30), grows the step by one more every
+	// 2^Accelerate literals: with SearchStrength 4, Accelerate 7 grows
+	// it by 9 every 128 literals, a search between strengths 4 and 3.
+	// A dense rung keeps the frame's Accelerate.
+	Accelerate int
 	// Stride is the step right after a match (0: 2).
 	Stride int
 	// LongHashLog, when set, sizes a second table, of 8-byte hashes,
@@ -83,7 +88,13 @@ const (
 // "zstd encoders"):
 //
 //   - Levels 1 and 2, 16-bit: 6-byte matches, searched on even bytes, the
-//     step growing every 16 literals; a 64 Ki-entry table. 6-byte matches
+//     step growing by 9 every 128 literals (SearchStrength 4, Accelerate
+//     7); a 64 Ki-entry table. The growth trades ratio for speed on
+//     bright cells, whose parse is mostly the positions between short
+//     matches: every 16 literals kept 100.9% of libzstd's ratio, 9 every
+//     128 keeps 100.3% for 8 to 10% more speed a core (5 to 6% on the
+//     16-core convert), 5 every 64 99.6% and every 8 96.5%; dim frames
+//     and flat fields do not move (108.7%, 100.1%). 6-byte matches
 //     keep the noise's chance 5-byte repeats, whose sequences cost more
 //     than they save, out of the parse. Dense frames (dim ones: under
 //     DenseEntropy bits a byte, and 99% matches) take 7-byte matches:
@@ -133,7 +144,7 @@ func WindowOptionsFor(level, elemSize int) WindowOptions {
 		return WindowOptions{MinMatch: 8, HashLog: 16, SearchStrength: 8, Stride: 2,
 			Dense: DenseRung{Entropy: DenseEntropy8, SearchStrength: 3}}
 	}
-	return WindowOptions{MinMatch: 6, HashLog: 16, SearchStrength: 4, Stride: 2,
+	return WindowOptions{MinMatch: 6, HashLog: 16, SearchStrength: 4, Accelerate: 7, Stride: 2,
 		Dense: DenseRung{Entropy: DenseEntropy, MinMatch: 7, Fill: true}}
 }
 
@@ -154,6 +165,7 @@ func (o WindowOptions) withDefaults() WindowOptions {
 	o.MinMatch = min(max(o.MinMatch, 4), 8)
 	o.HashLog = min(max(o.HashLog, 10), 20)
 	o.SearchStrength = min(max(o.SearchStrength, 1), 30)
+	o.Accelerate = min(max(o.Accelerate, 0), 30)
 	o.Stride = min(max(o.Stride, 1), 8)
 	return o
 }
@@ -399,7 +411,7 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	shift, hl := uint(64-8*opt.MinMatch), uint(64-opt.HashLog)
 	mm := opt.MinMatch
 	mask := uint64(1)<<(8*mm) - 1 // the bytes a match must share at least
-	ss := uint(opt.SearchStrength)
+	ss, ss2 := uint(opt.SearchStrength), searchShift2(opt)
 	stride := opt.Stride
 	tab := e.table
 	long, hl2 := e.long, e.hl2
@@ -444,7 +456,8 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 				}
 			}
 			if !ok || (load64(src, c)^cur)&mask != 0 {
-				ip += stride + (ip-anchor)>>(ss&63)
+				d := ip - anchor
+				ip += stride + d>>(ss&63) + d>>(ss2&63)
 				continue
 			}
 			l = matchLen(src, c, ip, end)
@@ -499,6 +512,15 @@ func (e *windowEncoder) parseWindow(src []byte, start, end, maxOff int, opt Wind
 	nl += copy(e.wlits[nl:], src[anchor:end])
 	e.wlits, e.wseqs = e.wlits[:nl], e.wseqs[:ns]
 	e.rep = [3]uint32{r0, r1, r2}
+}
+
+// searchShift2 is the shift of the step's second growth term: Accelerate,
+// or 63 without it, which leaves nothing of a distance since the anchor.
+func searchShift2(opt WindowOptions) uint {
+	if opt.Accelerate == 0 {
+		return 63
+	}
+	return uint(opt.Accelerate)
 }
 
 // room sizes e.wlits and e.wseqs for the worst case of a block of n bytes
