@@ -23,6 +23,7 @@ type slowStore struct {
 	objects   map[string][]byte
 	committed []string
 	failKey   string
+	onFail    func() // called as failKey's commit fails, when set
 }
 
 type slowWriter struct {
@@ -47,6 +48,9 @@ func (w *slowWriter) Commit() error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if w.key == w.s.failKey {
+		if w.s.onFail != nil {
+			w.s.onFail()
+		}
 		return errors.New("injected commit failure")
 	}
 	w.s.objects[w.key] = bytes.Clone(w.buf.Bytes())
@@ -294,6 +298,14 @@ func TestAFailedSealedCommitFailsTheRunButRecordedSealsStillCommitAndUnrecordedO
 		t.Fatalf("err = %v, want the injected failure naming its shard", err)
 	}
 	a.Abort()
+	recordedSealsCommitted(t, s)
+}
+
+// recordedSealsCommitted fails t unless every seal on record but the one
+// whose commit failed was committed and none aborted, and nothing was
+// committed without its seal on record.
+func recordedSealsCommitted(t *testing.T, s *sealStore) {
+	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.recorded {
@@ -309,6 +321,49 @@ func TestAFailedSealedCommitFailsTheRunButRecordedSealsStillCommitAndUnrecordedO
 			t.Errorf("%s was committed without its seal on record", k)
 		}
 	}
+}
+
+// A layer's seals go on record while the assembler is being stopped by a
+// failure elsewhere: the writers waiting to commit them must not take the
+// stop for a refusal and abort what the journal now vouches for. Layer 1's
+// record returns only after layer 0's commit has failed and the failure
+// has had time to stop the assembler.
+func TestASealRecordedWhileTheAssemblerStopsIsCommittedNotAborted(t *testing.T) {
+	p := assemblePlan(t, 8<<30)
+	failed := make(chan struct{})
+	s := &sealStore{slowStore: slowStore{rng: rand.New(rand.NewPCG(9, 10)), objects: map[string][]byte{},
+		failKey: "asm.ome.zarr/0/c/0/0/0", onFail: func() { close(failed) }},
+		recorded: map[string]bool{}, aborted: map[string]bool{}, committing: map[int64]int{}}
+	a := pipeline.NewAssembler(context.Background(), p, &sealingStore{s: s, t: t})
+	a.Sealed = func(_ int, layer int64, objs []pipeline.SealedObject) error {
+		if layer == 1 {
+			<-failed
+			time.Sleep(50 * time.Millisecond)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, o := range objs {
+			s.recorded[o.Key] = true
+		}
+		return nil
+	}
+	err := feed(context.Background(), p, a)
+	if err == nil || !strings.Contains(err.Error(), "injected commit failure") || !strings.Contains(err.Error(), "c/0/0/0") {
+		t.Fatalf("err = %v, want the injected failure naming its shard", err)
+	}
+	a.Abort()
+	s.mu.Lock()
+	n := 0
+	for k := range s.recorded {
+		if layerOf(t, k) == 1 {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	if n != 4 {
+		t.Fatalf("%d of layer 1's 4 seals on record: the record did not run through the stop", n)
+	}
+	recordedSealsCommitted(t, s)
 }
 
 // sealingStore hands out sealWriters that report to the test.

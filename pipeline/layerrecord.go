@@ -45,11 +45,18 @@ func (a *Assembler) record(shards []*openShard, lr layerRecord) error {
 	if err := a.await(lr.sealGate); err != nil {
 		return err
 	}
-	if a.Sealed != nil {
-		a.doneMu.Lock()
-		err := a.Sealed(lr.level, lr.layer, seals)
+	// Whether the seals go on record is decided under doneMu, and so is
+	// a stopped assembler's writer's choice to abort its sealed shard
+	// (commitSealed): a seal recorded while its writer saw the failure
+	// would otherwise be aborted after the journal vouched for it.
+	a.doneMu.Lock()
+	if err := a.ctx.Err(); err != nil {
 		a.doneMu.Unlock()
-		if err != nil {
+		return a.stopped(err) // the writers abort the unrecorded seals
+	}
+	if a.Sealed != nil {
+		if err := a.Sealed(lr.level, lr.layer, seals); err != nil {
+			a.doneMu.Unlock()
 			// Unrecorded seals are aborted by their writers once they
 			// see the failure.
 			return err
@@ -58,6 +65,7 @@ func (a *Assembler) record(shards []*openShard, lr layerRecord) error {
 	// From here the seals are on record: their commits go ahead whatever
 	// happens next.
 	close(lr.recorded)
+	a.doneMu.Unlock()
 	close(lr.sealed)
 	for _, sh := range sealedShards {
 		if err := <-sh.result; err != nil {

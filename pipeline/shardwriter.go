@@ -93,9 +93,14 @@ func (a *Assembler) commitSealed(sh *openShard, recorded <-chan struct{}) error 
 	select {
 	case <-recorded:
 	case <-a.ctx.Done():
+		// record puts seals on record under doneMu, and only while the
+		// assembler runs: under it, recorded is final.
+		a.doneMu.Lock()
 		select {
 		case <-recorded:
+			a.doneMu.Unlock()
 		default:
+			a.doneMu.Unlock()
 			_ = sh.w.Abort()
 			return a.stopped(a.ctx.Err())
 		}
