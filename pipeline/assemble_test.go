@@ -23,7 +23,7 @@ type slowStore struct {
 	objects   map[string][]byte
 	committed []string
 	failKey   string
-	onFail    func() // called as failKey's commit fails, when set
+	onFail    func() // called before failKey's commit fails, when set
 }
 
 type slowWriter struct {
@@ -45,12 +45,12 @@ func (w *slowWriter) Commit() error {
 	d := time.Duration(w.s.rng.IntN(3000)) * time.Microsecond
 	w.s.mu.Unlock()
 	time.Sleep(d)
+	if w.key == w.s.failKey && w.s.onFail != nil {
+		w.s.onFail()
+	}
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if w.key == w.s.failKey {
-		if w.s.onFail != nil {
-			w.s.onFail()
-		}
 		return errors.New("injected commit failure")
 	}
 	w.s.objects[w.key] = bytes.Clone(w.buf.Bytes())
@@ -190,6 +190,15 @@ type sealStore struct {
 	overlap    int           // most layers committing at once
 }
 
+// record notes seals the assembler put on record.
+func (s *sealStore) record(objs []pipeline.SealedObject) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range objs {
+		s.recorded[o.Key] = true
+	}
+}
+
 type sealWriter struct {
 	slowWriter
 }
@@ -286,11 +295,7 @@ func TestAFailedSealedCommitFailsTheRunButRecordedSealsStillCommitAndUnrecordedO
 		recorded: map[string]bool{}, aborted: map[string]bool{}, committing: map[int64]int{}}
 	a := pipeline.NewAssembler(context.Background(), p, &sealingStore{s: s, t: t})
 	a.Sealed = func(_ int, _ int64, objs []pipeline.SealedObject) error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, o := range objs {
-			s.recorded[o.Key] = true
-		}
+		s.record(objs)
 		return nil
 	}
 	err := feed(context.Background(), p, a)
@@ -327,24 +332,22 @@ func recordedSealsCommitted(t *testing.T, s *sealStore) {
 // failure elsewhere: the writers waiting to commit them must not take the
 // stop for a refusal and abort what the journal now vouches for. Layer 1's
 // record returns only after layer 0's commit has failed and the failure
-// has had time to stop the assembler.
+// has had time to stop the assembler, and layer 0's commit fails only
+// once layer 1's record has begun.
 func TestASealRecordedWhileTheAssemblerStopsIsCommittedNotAborted(t *testing.T) {
 	p := assemblePlan(t, 8<<30)
-	failed := make(chan struct{})
+	recording, failed := make(chan struct{}), make(chan struct{})
 	s := &sealStore{slowStore: slowStore{rng: rand.New(rand.NewPCG(9, 10)), objects: map[string][]byte{},
-		failKey: "asm.ome.zarr/0/c/0/0/0", onFail: func() { close(failed) }},
+		failKey: "asm.ome.zarr/0/c/0/0/0", onFail: func() { <-recording; close(failed) }},
 		recorded: map[string]bool{}, aborted: map[string]bool{}, committing: map[int64]int{}}
 	a := pipeline.NewAssembler(context.Background(), p, &sealingStore{s: s, t: t})
 	a.Sealed = func(_ int, layer int64, objs []pipeline.SealedObject) error {
 		if layer == 1 {
+			close(recording)
 			<-failed
 			time.Sleep(50 * time.Millisecond)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, o := range objs {
-			s.recorded[o.Key] = true
-		}
+		s.record(objs)
 		return nil
 	}
 	err := feed(context.Background(), p, a)
