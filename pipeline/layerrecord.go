@@ -48,9 +48,11 @@ func (a *Assembler) record(shards []*openShard, lr layerRecord) error {
 	// Whether the seals go on record is decided under doneMu, and so is
 	// a stopped assembler's writer's choice to abort its sealed shard
 	// (commitSealed): a seal recorded while its writer saw the failure
-	// would otherwise be aborted after the journal vouched for it.
+	// would otherwise be aborted after the journal vouched for it. A
+	// layer without seals (every shard committed, on a store that does
+	// not seal) goes on to LayerDone as before.
 	a.doneMu.Lock()
-	if err := a.ctx.Err(); err != nil {
+	if err := a.ctx.Err(); err != nil && len(seals) > 0 {
 		a.doneMu.Unlock()
 		return a.stopped(err) // the writers abort the unrecorded seals
 	}
