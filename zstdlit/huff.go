@@ -214,14 +214,7 @@ func (h *huffEnc) setLengths(nbBits *[256]uint8) {
 // literal first, so that the decoder reads the first literal first.
 func (h *huffEnc) appendStream(dst, lits []byte) []byte {
 	out := slices.Grow(dst, len(lits)*MaxHuffBits/8+16)
-	var o, i int
-	var acc uint64
-	var nb uint
-	if hasLitCodes {
-		o, acc, nb, i = h.codeLitsWide(out[:cap(out)], len(out), lits)
-	} else {
-		o, acc, nb, i = h.codeLits(out[:cap(out)], len(out), lits)
-	}
+	o, acc, nb, i := h.codeLitsWide(out[:cap(out)], len(out), lits)
 	w := bitWriter{out: out[:o], acc: acc, nbits: nb}
 	for i--; i >= 0; i-- {
 		s := lits[i]

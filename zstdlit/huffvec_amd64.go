@@ -78,9 +78,12 @@ func encodeLitsWide(a *huffWideAsm)
 
 // codeLitsWide codes all of lits into out from o as codeLits does, the last
 // literal first, and returns where it stopped, the bits pending and 0
-// (no literal left). out must hold 11 bits a literal and 8 bytes more
-// past o.
+// (no literal left); where hasLitCodes is false, it is codeLits. out must
+// hold 11 bits a literal and 8 bytes more past o.
 func (h *huffEnc) codeLitsWide(out []byte, o int, lits []byte) (int, uint64, uint, int) {
+	if !hasLitCodes {
+		return h.codeLits(out, o, lits)
+	}
 	n := len(lits)
 	if n == 0 {
 		return o, 0, 0, 0

@@ -2,13 +2,10 @@
 
 package zstdlit
 
-// hasLitBits and hasLitCodes: litBits and codeLitsWide have no portable
-// form, as counting a histogram (h.cost) is as fast as summing the
-// lengths a byte at a time, and codeLits is the byte loop.
-const (
-	hasLitBits  = false
-	hasLitCodes = false
-)
+// hasLitBits: litBits and codeLitsWide have no portable form, as counting
+// a histogram (h.cost) is as fast as summing the lengths a byte at a time,
+// and codeLits is the byte loop.
+const hasLitBits = false
 
 // litBits is h.cost over lits' histogram where there is no assembly for it
 // (appendLiterals counts the histogram itself, and never calls this).
