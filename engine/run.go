@@ -59,7 +59,7 @@ func Convert(ctx context.Context, log *zap.Logger, src *pipeline.Source, store p
 		zap.Int64("epochs", p.Epochs()), zap.Int64("shard_layers", p.ShardLayers()),
 		zap.String("memory_budget", pipeline.FormatBytes(p.Options.MemoryBudget)),
 		zap.Stringer("working_set", p.WorkingSet), zap.Int("workers", p.Options.Workers),
-		zap.Int("layers_in_flight", p.Store.LayersInFlight), zap.String("store_queue", pipeline.FormatBytes(p.Store.QueueBytes)),
+		zap.Int("layers_in_flight", p.Store.LayersInFlight), zap.String("store_queue", p.Store.Queue()),
 		zap.Int("engine_rows", p.EngineRows),
 		zap.String("store_fixed", pipeline.FormatBytes(p.Options.Limits.Fixed)))
 	return pipeline.Convert(ctx, log, src, p, eng, store, co)

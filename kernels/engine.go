@@ -217,12 +217,12 @@ func NewEngine(dev *Device, p *pipeline.Plan) (*Engine, error) {
 		e.gpuZstd = true
 		e.litOpt = p.SegmentedOptions()
 	default:
-		if e.comp, err = pipeline.NewCompressor(p, e.chunk, len(e.ll.Coords), "chunk view"); err != nil {
+		if e.comp, err = pipeline.NewCompressor(p, e.chunk, len(e.ll.Coords), 1, "chunk view"); err != nil {
 			return fail(err)
 		}
 		e.zero = make([]byte, e.chunk)
 		for _, lv := range e.levels[1:] {
-			if lv.comp, err = pipeline.NewCompressor(p, lv.chunk, len(lv.ll.Coords), "chunk view"); err != nil {
+			if lv.comp, err = pipeline.NewCompressor(p, lv.chunk, len(lv.ll.Coords), 1, "chunk view"); err != nil {
 				return fail(err)
 			}
 			lv.zero = make([]byte, lv.chunk)

@@ -17,7 +17,8 @@ import (
 //
 // The store works beside the engine. Every open shard has a writer
 // goroutine; Add copies a row's chunks into a queue (bounded by
-// StorePlan.QueueBytes) and returns, so the engine encodes the next epoch
+// StorePlan.QueueBytes), or queues them as they are where the engine lends
+// them (StorePlan.LentRows), and returns, so the engine encodes the next epoch
 // while the store takes this one, and the shards of a layer — and of the
 // layers after it, up to StorePlan.LayersInFlight per level — are written
 // side by side. LayerDone records layers in order, each once its shards
@@ -48,7 +49,8 @@ type Assembler struct {
 
 	ctx     context.Context // the writers'; cancelled by Abort and by the first failure
 	cancel  context.CancelFunc
-	blocks  *blockPool    // the queue's memory; nil: rows are written by Add
+	blocks  *blockPool    // the queue's memory for copies
+	lend    bool          // rows are lent, not copied (StorePlan.LentRows)
 	commits chan struct{} // bounds commits at once across layers
 	wg      sync.WaitGroup
 	doneMu  sync.Mutex // serialises LayerDone
@@ -116,11 +118,14 @@ func (sh *openShard) close() {
 	}
 }
 
-// piece is bytes queued for a shard writer: a row's copy in blocks of the
-// queue's pool, n bytes in all, or an index (not from the pool: it is
-// small and comes last).
+// piece is bytes queued for a shard writer, n bytes in all: a row's copy
+// in blocks of the queue's pool, or its chunks as the engine lent them
+// (released once written), or an index (not from the pool: it is small
+// and comes last).
 type piece struct {
 	blocks [][]byte
+	chunks []ChunkOut
+	lease  *Lease
 	n      int
 	index  []byte
 }
@@ -137,6 +142,19 @@ type StorePlan struct {
 	// QueueBytes bounds the copies of chunk rows waiting for the shard
 	// writers; 0 writes each row from Add, with nothing queued.
 	QueueBytes int64
+	// LentRows, when set, is how many rows of compressed chunks of each
+	// level the CPU engine lends the writers (LevelOutput.Lease) in place
+	// of copies: QueueBytes is then those rows' bytes, and every output
+	// must come with a lease.
+	LentRows int
+}
+
+// Queue says what the store's queue holds, for the plan's printouts.
+func (s StorePlan) Queue() string {
+	if s.LentRows > 0 {
+		return fmt.Sprintf("%s (%d lent rows a level)", FormatBytes(s.QueueBytes), s.LentRows)
+	}
+	return FormatBytes(s.QueueBytes)
 }
 
 // commitConcurrency bounds the shards committed at once: an S3 commit is a
@@ -154,7 +172,9 @@ func NewAssembler(ctx context.Context, p *Plan, sink Sink) *Assembler {
 	a.ctx, a.cancel = context.WithCancel(ctx)
 	a.assemble = NewMeter("assemble")
 	a.store = NewMeter("store")
-	if q := p.Store.QueueBytes; q > 0 {
+	if p.Store.LentRows > 0 {
+		a.lend = true
+	} else if q := p.Store.QueueBytes; q > 0 {
 		a.blocks = newBlockPool(int(q / blockSize))
 	}
 	layers := max(1, p.Store.LayersInFlight)
@@ -205,8 +225,15 @@ func (a *Assembler) fail(err error) {
 // Add appends one chunk row of a level to its shards, finishing the
 // layer's shards when the row is the layer's last.
 func (a *Assembler) Add(ctx context.Context, out LevelOutput) error {
+	if out.Lease != nil {
+		defer out.Lease.Release() // the writers hold it as long as they need
+	}
 	if err := a.failed(); err != nil {
 		return err
+	}
+	if a.lend && out.Lease == nil {
+		// Written here, it could overtake the lent rows queued before it.
+		return fmt.Errorf("level %d: chunk row %d came without a lease to a store that queues lent rows", out.Level, out.Epoch)
 	}
 	ls := a.levels[out.Level]
 	g := ls.level.Grid
@@ -236,7 +263,7 @@ func (a *Assembler) Add(ctx context.Context, out LevelOutput) error {
 			continue
 		}
 		n += int64(size)
-		if err := a.send(ctx, sh, so.Chunks, size); err != nil {
+		if err := a.send(ctx, sh, so.Chunks, size, out.Lease); err != nil {
 			return err
 		}
 	}
@@ -247,9 +274,13 @@ func (a *Assembler) Add(ctx context.Context, out LevelOutput) error {
 	return nil
 }
 
-// send hands a row's chunks of one shard to its writer: a copy through the
-// queue, or, with no queue, written here.
-func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, size int) error {
+// send hands a row's chunks of one shard to its writer: lent, or a copy
+// through the queue, or, with no queue, written here.
+func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, size int, lease *Lease) error {
+	if a.lend {
+		lease.Hold()
+		return a.queue(ctx, sh, piece{chunks: chunks, n: size, lease: lease})
+	}
 	if a.blocks == nil {
 		for _, ch := range chunks {
 			if ch.Data == nil {
@@ -277,15 +308,32 @@ func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, 
 		blocks[i] = b
 	}
 	copyRow(blocks, chunks, size)
+	return a.queue(ctx, sh, piece{blocks: blocks, n: size})
+}
+
+// queue puts a row's piece in its shard's queue, or, when the run stops
+// first, gives its memory back.
+func (a *Assembler) queue(ctx context.Context, sh *openShard, pc piece) error {
 	select {
-	case sh.queue <- piece{blocks: blocks, n: size}:
+	case sh.queue <- pc:
 		return nil
 	case <-a.ctx.Done():
-		a.blocks.put(blocks...)
+		a.putBack(pc)
 		return a.stopped(a.ctx.Err())
 	case <-ctx.Done():
-		a.blocks.put(blocks...)
+		a.putBack(pc)
 		return ctx.Err()
+	}
+}
+
+// putBack gives a row piece's memory back: the blocks to the pool, or
+// the engine's lent bytes to the engine.
+func (a *Assembler) putBack(pc piece) {
+	switch {
+	case pc.lease != nil:
+		pc.lease.Release()
+	case a.blocks != nil:
+		a.blocks.put(pc.blocks...)
 	}
 }
 
@@ -352,7 +400,7 @@ func (a *Assembler) finish(ls *levelShards) error {
 		sh.entries = nil // a layer waiting for its record holds no index
 		sh.off += uint64(len(index))
 		size += int64(sh.off)
-		if a.blocks == nil {
+		if a.blocks == nil && !a.lend {
 			if _, err := sh.w.Write(index); err != nil {
 				return fmt.Errorf("shard %s: index: %w", sh.key, err)
 			}

@@ -39,14 +39,14 @@ type Compressor struct {
 	// first, and the same chunk of the next row, of the same part of the
 	// field of view, takes about as long.
 	cost []atomic.Int64
-	// rows are the two rows a compressor can hold at once (Start): a
-	// row reuses the one started last unless that one is still in
-	// flight, so that rows run one at a time (Run) fill one set of
-	// outputs, as the planner counts them. last is the row Run finished
-	// last.
-	rows [2]*Row
-	turn int
-	last *Row
+	// rows are the rows a compressor holds at once, in flight (Start)
+	// or lent to the store (Lend): a row is reused once it is neither,
+	// so that rows run one at a time (Run) fill one set of outputs, as
+	// the planner counts them. released says a lent row came back. last
+	// is the row Run finished last.
+	rows     []*Row
+	released chan struct{}
+	last     *Row
 
 	mu      sync.Mutex
 	queue   []task            // chunks of started rows not yet taken, in hand-out order
@@ -60,10 +60,11 @@ type Row struct {
 	cancel   context.CancelCauseFunc // a failed chunk's error is the cause
 	chunk    func(i int, scratch []byte) []byte
 	rawBytes int64
-	outs     [][]byte // per chunk, reused by a later Start once waited for
+	outs     [][]byte // per chunk, reused by a later Start once waited for and given back
 	absent   []bool   // chunks equal to fill everywhere
 	order    []int    // the chunks in hand-out order
-	inFlight bool     // started and not yet waited for
+	inFlight bool     // started and not yet waited for (Compressor.mu)
+	lent     bool     // its outputs lent and not yet given back (Compressor.mu)
 	left     sync.WaitGroup
 	fillNs   atomic.Int64
 	encodeNs atomic.Int64
@@ -82,12 +83,14 @@ type compressWorker struct {
 	scratch []byte
 }
 
-// NewCompressor makes workers for chunks of chunkBytes, n chunks a row.
-func NewCompressor(p *Plan, chunkBytes int64, n int, fillStage string) (*Compressor, error) {
+// NewCompressor makes workers for chunks of chunkBytes, n chunks a row,
+// holding up to rows rows at once, in flight or lent (at least one). A
+// row's outputs grow to what its chunks take, when they are first stored.
+func NewCompressor(p *Plan, chunkBytes int64, n, rows int, fillStage string) (*Compressor, error) {
 	c := &Compressor{zero: make([]byte, chunkBytes), fill: NewMeter(fillStage), encode: NewMeter("compress"),
-		cost: make([]atomic.Int64, n)}
-	for r := range c.rows {
-		c.rows[r] = &Row{outs: make([][]byte, n), absent: make([]bool, n)}
+		cost: make([]atomic.Int64, n), released: make(chan struct{}, 1)}
+	for range max(rows, 1) {
+		c.rows = append(c.rows, &Row{outs: make([][]byte, n), absent: make([]bool, n)})
 	}
 	// NewPlan checked this already; a Plan made some other way must not
 	// fall through to klauspost with a misspelt encoder.
@@ -145,22 +148,19 @@ func (c *Compressor) Run(ctx context.Context, n int, rawBytes int64, chunk func(
 }
 
 // Start hands a row to the workers and returns at once; Wait waits for it.
-// Two rows may be in flight: the next row's chunks queue behind this
-// one's, so that workers done with this row start on the next instead of
-// waiting for this row's last chunk. The row's results stay valid until
-// a Start after its Wait, and chunk must stay callable until Wait.
+// Rows in flight queue behind each other, so that workers done with one
+// row start on the next instead of waiting for its last chunk. The row's
+// results stay valid until a Start after its Wait (after its lease comes
+// back, if it was lent), and chunk must stay callable until Wait. With
+// every row lent, Start waits for one to come back.
 func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk func(i int, scratch []byte) []byte) (*Row, error) {
 	if n > len(c.cost) {
 		return nil, fmt.Errorf("compressor: a row of %d chunks, made for rows of %d", n, len(c.cost))
 	}
-	if c.rows[c.turn].inFlight {
-		c.turn ^= 1
+	r, err := c.freeRow(ctx)
+	if err != nil {
+		return nil, err
 	}
-	r := c.rows[c.turn]
-	if r.inFlight {
-		return nil, fmt.Errorf("compressor: a third row started with two in flight")
-	}
-	r.inFlight = true
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	r.chunk, r.rawBytes = chunk, rawBytes
 	r.fillNs.Store(0)
@@ -185,11 +185,62 @@ func (c *Compressor) Start(ctx context.Context, n int, rawBytes int64, chunk fun
 	return r, nil
 }
 
+// freeRow takes a row neither in flight nor lent, waiting for a lent one
+// to come back if need be.
+func (c *Compressor) freeRow(ctx context.Context) (*Row, error) {
+	for {
+		var free *Row
+		lent := false
+		c.mu.Lock()
+		for _, r := range c.rows {
+			if r.lent {
+				lent = true
+			} else if !r.inFlight && free == nil {
+				free = r
+			}
+		}
+		if free != nil {
+			free.inFlight = true
+		}
+		c.mu.Unlock()
+		if free != nil {
+			return free, nil
+		}
+		if !lent {
+			return nil, fmt.Errorf("compressor: a row started with all %d in flight", len(c.rows))
+		}
+		select {
+		case <-c.released:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// Lend lends a waited-for row's outputs until the lease's last release;
+// Start does not reuse the row before then.
+func (c *Compressor) Lend(r *Row) *Lease {
+	c.mu.Lock()
+	r.lent = true
+	c.mu.Unlock()
+	return NewLease(func() {
+		c.mu.Lock()
+		r.lent = false
+		c.mu.Unlock()
+		select {
+		case c.released <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	})
+}
+
 // Wait waits for a started row and reports the error of a chunk that
 // failed, or else its context's, if any.
 func (c *Compressor) Wait(r *Row) error {
 	r.left.Wait()
+	c.mu.Lock()
 	r.inFlight = false
+	c.mu.Unlock()
 	defer r.cancel(nil)
 	if err := context.Cause(r.ctx); err != nil {
 		return err
@@ -257,6 +308,9 @@ func (r *Row) Stored(i int) []byte {
 
 // Stored is chunk i's stored bytes from the last Run, nil when absent.
 func (c *Compressor) Stored(i int) []byte { return c.last.Stored(i) }
+
+// Last is the row the last Run stored, to Lend.
+func (c *Compressor) Last() *Row { return c.last }
 
 // Stages reports the fill and compress stages.
 func (c *Compressor) Stages() []Stage { return []Stage{c.fill.Snapshot(), c.encode.Snapshot()} }

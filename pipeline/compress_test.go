@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +13,14 @@ import (
 )
 
 // testCompressor is a compressor of workers zstd workers for rows of n
-// chunks of 8 bytes, closed when the test ends.
+// chunks of 8 bytes, two rows at once, closed when the test ends.
 func testCompressor(t *testing.T, workers, n int) *Compressor {
+	t.Helper()
+	return testCompressorRows(t, workers, n, 2)
+}
+
+// testCompressorRows is testCompressor holding rows rows at once.
+func testCompressorRows(t *testing.T, workers, n, rows int) *Compressor {
 	t.Helper()
 	m := manifest(t, `{"version":1,"dtype":"uint8","dimensions":[
 		{"name":"t","size":4,"chunk":1},{"name":"y","size":4,"chunk":4},{"name":"x","size":16,"chunk":2}],
@@ -21,7 +29,7 @@ func testCompressor(t *testing.T, workers, n int) *Compressor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), n, "scatter")
+	c, err := NewCompressor(p, p.ChunkBytes(p.Levels[0]), n, rows, "scatter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +110,100 @@ func TestRowsRunOneAtATimeReuseOneSetOfOutputs(t *testing.T) {
 			} else if at != first[i] {
 				t.Fatalf("run %d stored chunk %d in other memory than run 0", run, i)
 			}
+		}
+	}
+}
+
+// fillChunk writes chunk i of run r into the worker's scratch.
+func fillChunk(r int) func(i int, buf []byte) []byte {
+	return func(i int, buf []byte) []byte {
+		for j := range buf {
+			buf[j] = byte(r*31 + i*7 + j)
+		}
+		return buf
+	}
+}
+
+// A row lent to the store keeps its outputs until the lease comes back:
+// with every row lent, the next Start waits for one, and then reuses it.
+func TestALentRowIsReusedOnlyOnceItsLeaseIsReleased(t *testing.T) {
+	c := testCompressorRows(t, 2, 4, 1)
+	if err := c.Run(context.Background(), 4, 32, fillChunk(0)); err != nil {
+		t.Fatal(err)
+	}
+	row := c.Last()
+	want := make([][]byte, 4)
+	for i := range want {
+		want[i] = bytes.Clone(row.Stored(i))
+	}
+	lease := c.Lend(row)
+	lease.Hold() // a writer's hold besides the assembler's
+	started := make(chan error, 1)
+	go func() { started <- c.Run(context.Background(), 4, 32, fillChunk(1)) }()
+	select {
+	case err := <-started:
+		t.Fatalf("a row started while the only one was lent (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	lease.Release()
+	select {
+	case err := <-started:
+		t.Fatalf("a row started with one of two holds still on the lent one (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	for i := range want { // the lent outputs are untouched meanwhile
+		if !bytes.Equal(row.Stored(i), want[i]) {
+			t.Fatalf("chunk %d of the lent row changed while it was lent", i)
+		}
+	}
+	lease.Release()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the row did not start once the lease came back")
+	}
+	if c.Last() != row {
+		t.Fatal("the row given back was not the one reused")
+	}
+}
+
+// A Start that waits for a lent row gives up when its context ends.
+func TestAStartWaitingForALentRowStopsWithItsContext(t *testing.T) {
+	c := testCompressorRows(t, 1, 2, 1)
+	if err := c.Run(context.Background(), 2, 16, fillChunk(0)); err != nil {
+		t.Fatal(err)
+	}
+	lease := c.Lend(c.Last())
+	defer lease.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.Start(ctx, 2, 16, fillChunk(1)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the context's deadline", err)
+	}
+}
+
+// Rows in flight that are not lent are never waited for: a Start beyond
+// them is a caller's mistake, said at once.
+func TestStartingMoreRowsThanTheCompressorHoldsIsAnError(t *testing.T) {
+	c := testCompressorRows(t, 1, 2, 2)
+	var rows []*Row
+	for r := range 2 {
+		row, err := c.Start(context.Background(), 2, 16, fillChunk(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, row)
+	}
+	_, err := c.Start(context.Background(), 2, 16, fillChunk(2))
+	if err == nil || !strings.Contains(err.Error(), "all 2 in flight") {
+		t.Fatalf("got %v, want an error saying all rows are in flight", err)
+	}
+	for _, r := range rows {
+		if err := c.Wait(r); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -235,10 +235,8 @@ func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assemble
 		} else {
 			rd.Release(ep)
 		}
-		for _, o := range outs {
-			if err := asm.Add(ctx, o); err != nil {
-				return in, err
-			}
+		if err := addOutputs(ctx, asm, outs); err != nil {
+			return in, err
 		}
 		in += n
 		if progress != nil {
@@ -255,12 +253,19 @@ func encodeEpochs(ctx context.Context, eng Engine, rd EpochSource, asm *Assemble
 	if err != nil {
 		return in, fmt.Errorf("flush: %w", err)
 	}
-	for _, o := range outs {
+	return in, addOutputs(ctx, asm, outs)
+}
+
+// addOutputs hands an Encode's outputs to the assembler in order; after a
+// failure, the rest give their lent bytes back.
+func addOutputs(ctx context.Context, asm *Assembler, outs []LevelOutput) error {
+	for i, o := range outs {
 		if err := asm.Add(ctx, o); err != nil {
-			return in, err
+			releaseOutputs(outs[i+1:])
+			return err
 		}
 	}
-	return in, nil
+	return nil
 }
 
 // putGroupDocument writes the group document, the commit point, once every

@@ -7,7 +7,8 @@ import "context"
 // to the same bytes and report the same present/absent slots.
 type Engine interface {
 	// Encode processes one epoch. The returned outputs (one per level that
-	// completed a chunk row) stay valid until the next Encode or Flush.
+	// completed a chunk row) stay valid until the next Encode or Flush,
+	// or, for an output with a Lease, until the lease is released.
 	Encode(ctx context.Context, e Epoch) ([]LevelOutput, error)
 	// Flush emits what is still held back at end of data (partial pyramid
 	// groups along a downsampled dim 0).
@@ -22,6 +23,9 @@ type LevelOutput struct {
 	Level  int
 	Epoch  int64 // the level's chunk row along dim 0
 	Shards []ShardOut
+	// Lease, when set, lends the chunks' bytes to whoever takes the
+	// output (the assembler), who releases it once they are written.
+	Lease *Lease
 }
 
 // ShardOut is the part of a chunk row that belongs to one shard.

@@ -318,6 +318,21 @@ func (p *Plan) sizeStore(spare int64) {
 		q = 0
 	}
 	spare -= q
+	// The CPU engine lends its rows of compressed chunks to the writers
+	// instead of copying them: the queue is then whole rows of every
+	// level (the copies were 3% of a 16-core convert's CPU time; lending
+	// took it 3.9% faster). What the rows leave of q is not spent, so
+	// that a larger budget still leaves at least as much for what follows.
+	lent, used := 0, q
+	if q > 0 && !p.Options.GPU {
+		var rows int64 // a row of every level
+		for _, l := range p.Levels {
+			rows += ChunksPerEpoch(l.Grid) * CompressBound(p.ChunkBytes(l))
+		}
+		if n := min(q/rows, maxQueueRows); n > 0 {
+			lent, used = int(n), n*rows
+		}
+	}
 	p.EngineRows = 1
 	var second int64 // the CPU engine's second level-0 row of compressed chunks
 	if l0 := p.Levels[0]; !p.Options.GPU {
@@ -328,8 +343,8 @@ func (p *Plan) sizeStore(spare int64) {
 	}
 	// layer > 0: every shard holds index entries.
 	extra := min(spare/layer, maxLayersInFlight-1)
-	p.Store = StorePlan{LayersInFlight: 1 + int(extra), QueueBytes: q}
-	p.WorkingSet.Overlap = q + second + extra*layer
+	p.Store = StorePlan{LayersInFlight: 1 + int(extra), QueueBytes: used, LentRows: lent}
+	p.WorkingSet.Overlap = used + second + extra*layer
 }
 
 // FrameBytes is the size of one level frame: a slice of the level's

@@ -250,3 +250,48 @@ func TestTheManifestsLevelPicksTheSegmentedParsesRung(t *testing.T) {
 		}
 	}
 }
+
+// On a host with cores to spare, the CPU engine's plan turns the queue
+// into rows of every level that the engine lends the writers: whole rows,
+// as many as fit, and never fewer, nor less of anything else, for more
+// budget. The GPU engine's plan copies.
+func TestTheCPUPlanLendsWholeRowsAndMoreBudgetNeverLendsFewer(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), minQueueCores)))
+	m := manifest(t, `{"version":1,"dtype":"uint16","multiscale":{"method":"mean","levels":3},"dimensions":[
+		{"name":"t","size":64,"chunk":16,"shard":1},{"name":"y","size":2048,"chunk":256,"shard":8},{"name":"x","size":2048,"chunk":256,"shard":8}]}`)
+	var rows int64 // a row of every level, bound for bound
+	var last *Plan
+	for _, budget := range []int64{700 << 20, 768 << 20, 1 << 30, 1<<30 + 300<<20, 2 << 30, 4 << 30, 64 << 30} {
+		p, err := NewPlan(m, "acq.raw", 64*2048*2048*2, Options{MemoryBudget: budget, Workers: 4})
+		if err != nil {
+			t.Fatalf("budget %s: %v", FormatBytes(budget), err)
+		}
+		if rows == 0 {
+			for _, l := range p.Levels {
+				rows += ChunksPerEpoch(l.Grid) * CompressBound(p.ChunkBytes(l))
+			}
+		}
+		st := p.Store
+		if p.WorkingSet.Total() > budget {
+			t.Errorf("budget %s: working set %v is over it", FormatBytes(budget), p.WorkingSet)
+		}
+		if st.QueueBytes != int64(st.LentRows)*rows && (st.LentRows > 0 || st.QueueBytes != 0) {
+			t.Errorf("budget %s: a queue of %d bytes for %d lent rows of %d", FormatBytes(budget), st.QueueBytes, st.LentRows, rows)
+		}
+		if last != nil && (st.LentRows < last.Store.LentRows || st.LayersInFlight < last.Store.LayersInFlight || p.EngineRows < last.EngineRows) {
+			t.Errorf("budget %s bought %+v and %d engine rows, less than the smaller budget's %+v and %d",
+				FormatBytes(budget), st, p.EngineRows, last.Store, last.EngineRows)
+		}
+		last = p
+	}
+	if last.Store.LentRows < 2 || last.Store.QueueBytes > maxQueueBytes {
+		t.Errorf("64 GiB lent %d rows in %s: want several, within %s", last.Store.LentRows, FormatBytes(last.Store.QueueBytes), FormatBytes(maxQueueBytes))
+	}
+	gpu, err := NewPlan(m, "acq.raw", 64*2048*2048*2, Options{MemoryBudget: 64 << 30, Workers: 4, GPU: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gpu.Store.LentRows != 0 || gpu.Store.QueueBytes == 0 {
+		t.Errorf("the GPU plan queued %+v: want copies, no lent rows", gpu.Store)
+	}
+}

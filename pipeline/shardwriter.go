@@ -5,8 +5,17 @@ import (
 	"time"
 )
 
-// writePiece writes a piece's bytes, block after block.
+// writePiece writes a piece's bytes, block after block or chunk after
+// chunk.
 func writePiece(w ObjectWriter, pc piece) error {
+	for _, ch := range pc.chunks {
+		if ch.Data == nil {
+			continue
+		}
+		if _, err := w.Write(ch.Data); err != nil {
+			return err
+		}
+	}
 	left := pc.n
 	for _, b := range pc.blocks {
 		n := min(left, len(b))
@@ -67,8 +76,8 @@ func (a *Assembler) write(sh *openShard, gate, recorded <-chan struct{}) {
 	sh.sealed <- sealOutcome{err: err}
 }
 
-// drain writes the shard's queued pieces; after a failure it only returns
-// their blocks to the pool.
+// drain writes the shard's queued pieces; after a failure it only gives
+// their memory back.
 func (a *Assembler) drain(sh *openShard) error {
 	var err error
 	for pc := range sh.queue {
@@ -79,9 +88,7 @@ func (a *Assembler) drain(sh *openShard) error {
 			}
 			a.store.Add(int64(pc.n+len(pc.index)), time.Since(start))
 		}
-		if a.blocks != nil {
-			a.blocks.put(pc.blocks...)
-		}
+		a.putBack(pc)
 	}
 	return err
 }

@@ -425,7 +425,7 @@ func benchHeader(w io.Writer, eng pipeline.Engine, plan *pipeline.Plan, spec ben
 	fmt.Fprintf(w, "\ngrid: shape %s chunk %s shard %s\n", joinInts(g.Shape), joinInts(g.Chunk), joinInts(g.ShardShape()))
 	fmt.Fprintf(w, "source: %s\n", source)
 	fmt.Fprintf(w, "memory: %s of a %s budget; %d shard layer(s) per level in flight, %s queued for the store, %d level-0 row(s) compressing at once\n",
-		plan.WorkingSet, pipeline.FormatBytes(plan.Options.MemoryBudget), plan.Store.LayersInFlight, pipeline.FormatBytes(plan.Store.QueueBytes), plan.EngineRows)
+		plan.WorkingSet, pipeline.FormatBytes(plan.Options.MemoryBudget), plan.Store.LayersInFlight, plan.Store.Queue(), plan.EngineRows)
 	if len(plan.Levels) > 1 {
 		fmt.Fprintf(w, "pyramid: %d levels, %s:", len(plan.Levels), plan.Manifest.Multiscale.Method)
 		for _, l := range plan.Levels {

@@ -197,7 +197,7 @@ func printPlan(ctx context.Context, w io.Writer, src *pipeline.Source, sink dest
 	fmt.Fprintf(w, "objects:     %s and %d metadata documents, in %s\n", plural(int(shards), "shard object"), len(plan.Levels)+1, plural(int(plan.ShardLayers()), "shard layer"))
 	fmt.Fprintf(w, "memory:      %s of a %s budget\n", plan.WorkingSet, pipeline.FormatBytes(plan.Options.MemoryBudget))
 	fmt.Fprintf(w, "overlap:     %d shard layer(s) per level in flight, %s of rows queued for the store, %d level-0 row(s) compressing at once\n",
-		plan.Store.LayersInFlight, pipeline.FormatBytes(plan.Store.QueueBytes), plan.EngineRows)
+		plan.Store.LayersInFlight, plan.Store.Queue(), plan.EngineRows)
 	if _, err := sink.Size(ctx, root+"/zarr.json"); err == nil {
 		fmt.Fprintf(w, "destination: reachable; a dataset %s is already there and would be replaced\n", root)
 	} else if errors.Is(err, zarr.ErrNotFound) {

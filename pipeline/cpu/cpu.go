@@ -6,6 +6,7 @@ package cpu
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zspool/zspool/pipeline"
@@ -51,6 +52,12 @@ type cpuLevel struct {
 	rowIndex   int64
 	pending    []byte
 	hasPending bool
+	// emitted says the level stored a row in this Encode or Flush. A
+	// level stores at most one an epoch, so its rows lent to the store
+	// (Plan.Store.LentRows) are all in the assembler's hands by the next
+	// Encode, and a Start waiting for one to come back waits on the
+	// writers, never on an output Encode itself has yet to return.
+	emitted bool
 }
 
 // New builds the CPU engine for a plan.
@@ -67,7 +74,13 @@ func New(p *pipeline.Plan) (*Engine, error) {
 	}
 	for i, lv := range p.Levels {
 		ll := pipeline.NewRowLayout(lv.Grid)
-		comp, err := pipeline.NewCompressor(p, p.ChunkBytes(lv), len(ll.Coords), "scatter")
+		// Each level holds its rows in flight and those it lends the
+		// store (Plan.Store.LentRows).
+		rows := 1 + p.Store.LentRows
+		if i == 0 {
+			rows = max(p.EngineRows, 1) + p.Store.LentRows
+		}
+		comp, err := pipeline.NewCompressor(p, p.ChunkBytes(lv), len(ll.Coords), rows, "scatter")
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -109,6 +122,7 @@ func (c *Engine) Encode(ctx context.Context, e pipeline.Epoch) ([]pipeline.Level
 		c.started = true
 	}
 	c.outs = c.outs[:0]
+	c.newEpoch()
 	l0 := c.levels[0]
 	if !c.HoldsEpochs() {
 		if err := c.compressRow(ctx, 0, e.Data, e.Frames); err != nil {
@@ -160,7 +174,7 @@ func (c *Engine) finishAhead(a *aheadRow) error {
 	if err := l0.comp.Wait(a.row); err != nil {
 		return err
 	}
-	c.outs = append(c.outs, l0.layout.Group(0, a.index, a.row.Stored))
+	c.outs = append(c.outs, c.lend(l0, a.row, l0.layout.Group(0, a.index, a.row.Stored)))
 	return nil
 }
 
@@ -177,15 +191,36 @@ func (c *Engine) pushPyramid(ctx context.Context, e pipeline.Epoch) error {
 	return err
 }
 
+// newEpoch starts an Encode or a Flush: no level has stored a row in it.
+func (c *Engine) newEpoch() {
+	for _, cl := range c.levels {
+		cl.emitted = false
+	}
+}
+
 // compressRow stores one row of level l from its dense frames.
 func (c *Engine) compressRow(ctx context.Context, l int, data []byte, frames int64) error {
 	cl := c.levels[l]
+	if cl.emitted && c.plan.Store.LentRows > 0 {
+		// Its Start could wait for the lent row this Encode holds.
+		return fmt.Errorf("level %d: a second chunk row in one epoch while the first is lent", l)
+	}
+	cl.emitted = true
 	ll := cl.layout
 	if err := cl.comp.Run(ctx, len(ll.Coords), int64(len(data)), c.scatter(l, data, frames)); err != nil {
 		return err
 	}
-	c.outs = append(c.outs, ll.Group(l, cl.rowIndex, cl.comp.Stored))
+	c.outs = append(c.outs, c.lend(cl, cl.comp.Last(), ll.Group(l, cl.rowIndex, cl.comp.Stored)))
 	return nil
+}
+
+// lend lends a stored row's bytes with its output, where the plan has
+// the store take rows as they are (Plan.Store.LentRows).
+func (c *Engine) lend(cl *cpuLevel, row *pipeline.Row, out pipeline.LevelOutput) pipeline.LevelOutput {
+	if c.plan.Store.LentRows > 0 {
+		out.Lease = cl.comp.Lend(row)
+	}
+	return out
 }
 
 // scatter is the compressor's chunk function for a row of level l: chunk
@@ -255,6 +290,7 @@ func (c *Engine) emitRow(ctx context.Context, l int) error {
 // from its true count of contributors) and every partial last row.
 func (c *Engine) Flush(ctx context.Context) ([]pipeline.LevelOutput, error) {
 	c.outs = c.outs[:0]
+	c.newEpoch()
 	if a := c.ahead; a != nil {
 		c.ahead = nil
 		if err := c.finishAhead(a); err != nil {
