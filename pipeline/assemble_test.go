@@ -76,6 +76,11 @@ func assemblePlan(t *testing.T, budget int64) *pipeline.Plan {
 // feed hands the assembler every chunk row of level 0, each chunk's bytes
 // naming it, and returns what it returned.
 func feed(ctx context.Context, p *pipeline.Plan, a *pipeline.Assembler) error {
+	return feedLent(ctx, p, a, nil)
+}
+
+// feedLent is feed with every row lent by l, when l is set.
+func feedLent(ctx context.Context, p *pipeline.Plan, a *pipeline.Assembler, l *lender) error {
 	g := p.Levels[0].Grid
 	for row := range g.Chunks(0) {
 		out := pipeline.LevelOutput{Level: 0, Epoch: row}
@@ -88,6 +93,9 @@ func feed(ctx context.Context, p *pipeline.Plan, a *pipeline.Assembler) error {
 				so.Chunks = append(so.Chunks, pipeline.ChunkOut{Slot: slot, Data: []byte(strings.Repeat(fmt.Sprintf("r%d.i%d.s%d;", row, inner, slot), 50))})
 			}
 			out.Shards = append(out.Shards, so)
+		}
+		if l != nil {
+			l.lend(&out)
 		}
 		if err := a.Add(ctx, out); err != nil {
 			return err

@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -30,29 +29,6 @@ func (l *lender) lend(out *pipeline.LevelOutput) {
 		}
 		l.back.Add(1)
 	})
-}
-
-// feedLent is feed with every row lent.
-func feedLent(ctx context.Context, p *pipeline.Plan, a *pipeline.Assembler, l *lender) error {
-	g := p.Levels[0].Grid
-	for row := range g.Chunks(0) {
-		out := pipeline.LevelOutput{Level: 0, Epoch: row}
-		for inner := range int64(4) {
-			so := pipeline.ShardOut{Inner: inner}
-			for slot := range g.SlotsPerShard() {
-				if (row+inner+slot)%5 == 0 {
-					continue
-				}
-				so.Chunks = append(so.Chunks, pipeline.ChunkOut{Slot: slot, Data: []byte(strings.Repeat(fmt.Sprintf("r%d.i%d.s%d;", row, inner, slot), 50))})
-			}
-			out.Shards = append(out.Shards, so)
-		}
-		l.lend(&out)
-		if err := a.Add(ctx, out); err != nil {
-			return err
-		}
-	}
-	return a.Wait()
 }
 
 // lendingPlan is assemblePlan's large budget with its queue's copies
