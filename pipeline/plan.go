@@ -186,6 +186,9 @@ type Plan struct {
 	// so that the workers start on the next row while the last chunks of
 	// one finish, instead of waiting for them at every row's end.
 	EngineRows int
+	// autoWorkers says Options.Workers was left to the plan: one per core,
+	// fewer where the budget holds no more (budget).
+	autoWorkers bool
 }
 
 // WorkingSet is the planner's memory estimate, by part.
@@ -220,12 +223,13 @@ func (w WorkingSet) String() string {
 // options, and lays out every level. Errors about the input are
 // InputErrors; errors about the knobs say which knob to change.
 func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*Plan, error) {
+	auto := opts.Workers <= 0
 	opts = opts.withDefaults()
 	if err := CheckZstdEncoder(opts.ZstdEncoder); err != nil {
 		return nil, fmt.Errorf("zstd_encoder: %w", err)
 	}
 	opts.ZstdEncoder = CanonicalZstdEncoder(opts.ZstdEncoder)
-	p := &Plan{Manifest: m, Options: opts, Elem: m.DType.Size(), RawSize: rawSize}
+	p := &Plan{Manifest: m, Options: opts, Elem: m.DType.Size(), RawSize: rawSize, autoWorkers: auto}
 	if p.Elem == 0 {
 		return nil, badInput(fmt.Errorf("dtype: %q is not supported", m.DType))
 	}
@@ -276,6 +280,13 @@ func NewPlan(m *config.Manifest, rawName string, rawSize int64, opts Options) (*
 func (p *Plan) budget() error {
 	p.Store = StorePlan{LayersInFlight: 1}
 	p.WorkingSet = p.estimate()
+	// Workers one per core are the default, not a need: where the budget
+	// does not hold their chunk buffers (several concurrent jobs on a
+	// host of many cores), fewer run, down to one, before it refuses.
+	for p.autoWorkers && p.hostCompressors() && p.Options.Workers > 1 && p.WorkingSet.Total() > p.Options.MemoryBudget {
+		p.Options.Workers--
+		p.WorkingSet = p.estimate()
+	}
 	if p.WorkingSet.Total() > p.Options.MemoryBudget {
 		return fmt.Errorf("working set %s exceeds memory_budget %s: raise memory_budget, or lower dimensions[0].chunk (each epoch is %s)",
 			p.WorkingSet, FormatBytes(p.Options.MemoryBudget), FormatBytes(p.EpochBytes()))

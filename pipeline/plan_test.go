@@ -295,3 +295,37 @@ func TestTheCPUPlanLendsWholeRowsAndMoreBudgetNeverLendsFewer(t *testing.T) {
 		t.Errorf("the GPU plan queued %+v: want copies, no lent rows", gpu.Store)
 	}
 }
+
+// One worker per core is a default, not a need: where the budget does not
+// hold every core's chunk buffers (two jobs at once on a host of many
+// cores), the plan runs fewer, and refuses only when one does not fit.
+// Workers asked for are taken as asked.
+func TestABudgetTooSmallForAWorkerPerCorePlansFewerWorkersInsteadOfRefusing(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[
+		{"name":"t","size":64,"chunk":16,"shard":1},{"name":"y","size":2048,"chunk":256,"shard":8},{"name":"x","size":2048,"chunk":256,"shard":8}]}`)
+	const raw = 64 * 2048 * 2048 * 2
+	plan := func(o Options) (*Plan, error) { return NewPlan(m, "acq.raw", raw, o) }
+	all, err := plan(Options{MemoryBudget: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Options.Workers != 8 {
+		t.Fatalf("a large budget planned %d workers on 8 cores, want 8", all.Options.Workers)
+	}
+	perWorker := all.WorkingSet.Chunks / 8
+	budget := all.WorkingSet.Minimum() - 3*perWorker // holds 5 workers, not 6
+	p, err := plan(Options{MemoryBudget: budget})
+	if err != nil {
+		t.Fatalf("a budget that holds 5 workers: %v", err)
+	}
+	if p.Options.Workers != 5 || p.WorkingSet.Total() > budget {
+		t.Fatalf("planned %d workers in %v of a %s budget, want 5 within it", p.Options.Workers, p.WorkingSet, FormatBytes(budget))
+	}
+	if _, err := plan(Options{MemoryBudget: budget, Workers: 8}); err == nil || !strings.Contains(err.Error(), "exceeds memory_budget") {
+		t.Fatalf("8 workers asked for in a budget that holds 5: %v, want the budget refused", err)
+	}
+	if _, err := plan(Options{MemoryBudget: all.WorkingSet.Minimum() - 8*perWorker}); err == nil || !strings.Contains(err.Error(), "exceeds memory_budget") {
+		t.Fatalf("a budget that holds no worker: %v, want it refused", err)
+	}
+}
