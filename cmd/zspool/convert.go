@@ -177,7 +177,7 @@ func printPlan(ctx context.Context, w io.Writer, src *pipeline.Source, sink dest
 	if m.Compression.Codec == "none" {
 		enc = "none (uncompressed)"
 	}
-	fmt.Fprintf(w, "engine:      %s (--engine %s); zstd level %d, encoder %s\n", planned, kind, m.Compression.Level, enc)
+	fmt.Fprintf(w, "engine:      %s (--engine %s); zstd level %d, encoder %s; %d compression workers\n", planned, kind, m.Compression.Level, enc, plan.Options.Workers)
 	if m.WritesOME() {
 		fmt.Fprintf(w, "metadata:    OME-NGFF 0.5\n")
 	} else {
