@@ -282,13 +282,8 @@ func (a *Assembler) send(ctx context.Context, sh *openShard, chunks []ChunkOut, 
 		return a.queue(ctx, sh, piece{chunks: chunks, n: size, lease: lease})
 	}
 	if a.blocks == nil {
-		for _, ch := range chunks {
-			if ch.Data == nil {
-				continue
-			}
-			if _, err := sh.w.Write(ch.Data); err != nil {
-				return fmt.Errorf("shard %s: %w", sh.key, err)
-			}
+		if err := writePiece(sh.w, piece{chunks: chunks, n: size}); err != nil {
+			return fmt.Errorf("shard %s: %w", sh.key, err)
 		}
 		a.store.Add(int64(size), 0)
 		return nil
@@ -336,6 +331,10 @@ func (a *Assembler) putBack(pc piece) {
 		a.blocks.put(pc.blocks...)
 	}
 }
+
+// queued says rows go to the shard writers through their queues, so an
+// index must follow them there; else Add writes rows as they come.
+func (a *Assembler) queued() bool { return a.lend || a.blocks != nil }
 
 // stopped is the error to return when the writers' context ended: the
 // failure that ended it, if any.
@@ -400,7 +399,7 @@ func (a *Assembler) finish(ls *levelShards) error {
 		sh.entries = nil // a layer waiting for its record holds no index
 		sh.off += uint64(len(index))
 		size += int64(sh.off)
-		if a.blocks == nil && !a.lend {
+		if !a.queued() {
 			if _, err := sh.w.Write(index); err != nil {
 				return fmt.Errorf("shard %s: index: %w", sh.key, err)
 			}

@@ -314,9 +314,10 @@ const (
 // beside the engine; then more shard layers in flight, each as much as
 // one layer of open shards holds. A larger budget never buys less.
 func (p *Plan) sizeStore(spare int64) {
-	var row, layer int64
+	var row, rows, layer int64 // the largest level's row, a row of every level, a layer of every level
 	for _, l := range p.Levels {
-		row = max(row, ChunksPerEpoch(l.Grid)*CompressBound(p.ChunkBytes(l)))
+		r := ChunksPerEpoch(l.Grid) * CompressBound(p.ChunkBytes(l))
+		row, rows = max(row, r), rows+r
 		layer += ShardsPerLayer(l.Grid) * (p.Options.Limits.ShardBuffer + l.Grid.SlotsPerShard()*zarr.IndexEntrySize)
 	}
 	q := min(spare/2, max(maxQueueRows*row, minQueueBytes), maxQueueBytes)
@@ -335,14 +336,8 @@ func (p *Plan) sizeStore(spare int64) {
 	// took it 3.9% faster). What the rows leave of q is not spent, so
 	// that a larger budget still leaves at least as much for what follows.
 	lent, used := 0, q
-	if q > 0 && !p.Options.GPU {
-		var rows int64 // a row of every level
-		for _, l := range p.Levels {
-			rows += ChunksPerEpoch(l.Grid) * CompressBound(p.ChunkBytes(l))
-		}
-		if n := min(q/rows, maxQueueRows); n > 0 {
-			lent, used = int(n), n*rows
-		}
+	if n := min(q/rows, maxQueueRows); n > 0 && !p.Options.GPU {
+		lent, used = int(n), n*rows
 	}
 	p.EngineRows = 1
 	var second int64 // the CPU engine's second level-0 row of compressed chunks
