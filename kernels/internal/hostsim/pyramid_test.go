@@ -137,18 +137,27 @@ func cpuLevels(t *testing.T, p *pipeline.Plan, raw []byte, first int64) []pipeli
 	}
 	defer cpu.Close()
 	var outs []pipeline.LevelOutput
+	// keep copies the pyramid's rows, shards, chunks and bytes, and gives
+	// back every lent row, level 0's too: the CPU engine lends its rows
+	// where the plan has it (StorePlan.LentRows, with enough cores), and a
+	// row never given back held up the engine's next one for good.
 	keep := func(os []pipeline.LevelOutput) {
 		for _, o := range os {
-			if o.Level == 0 {
-				continue
-			}
-			for s := range o.Shards {
-				o.Shards[s].Chunks = slices.Clone(o.Shards[s].Chunks)
-				for c := range o.Shards[s].Chunks {
-					o.Shards[s].Chunks[c].Data = slices.Clone(o.Shards[s].Chunks[c].Data)
+			if o.Level != 0 {
+				c := o
+				c.Lease = nil
+				c.Shards = slices.Clone(o.Shards)
+				for s := range c.Shards {
+					c.Shards[s].Chunks = slices.Clone(o.Shards[s].Chunks)
+					for k := range c.Shards[s].Chunks {
+						c.Shards[s].Chunks[k].Data = slices.Clone(o.Shards[s].Chunks[k].Data)
+					}
 				}
+				outs = append(outs, c)
 			}
-			outs = append(outs, o)
+			if o.Lease != nil {
+				o.Lease.Release()
+			}
 		}
 	}
 	ctx := context.Background()
