@@ -167,28 +167,6 @@ func engineCases(rng *rand.Rand) []reference.Shape {
 	return cases
 }
 
-// ownRow is a copy of a chunk row in memory of its own, its shards and
-// chunks as well as their bytes, and gives back a lent row (the CPU
-// engine lends its rows where the plan has it, StorePlan.LentRows): a
-// lent row never given back is never reused, and the engine's next row of
-// that level waits for it. On hosts whose cores made the plan lend, the
-// tests that kept rows without giving them back hung.
-func ownRow(o pipeline.LevelOutput) pipeline.LevelOutput {
-	c := o
-	c.Lease = nil
-	c.Shards = make([]pipeline.ShardOut, len(o.Shards))
-	for i, s := range o.Shards {
-		c.Shards[i] = pipeline.ShardOut{Inner: s.Inner, Chunks: make([]pipeline.ChunkOut, len(s.Chunks))}
-		for j, ch := range s.Chunks {
-			c.Shards[i].Chunks[j] = pipeline.ChunkOut{Slot: ch.Slot, Data: bytes.Clone(ch.Data)}
-		}
-	}
-	if o.Lease != nil {
-		o.Lease.Release()
-	}
-	return c
-}
-
 // rows runs an engine over the raw array epoch by epoch, with epochs in
 // ordinary (pageable) memory, and keeps a copy of every chunk row.
 func rows(t *testing.T, eng pipeline.Engine, p *pipeline.Plan, raw []byte) []pipeline.LevelOutput {
@@ -203,7 +181,10 @@ func rows(t *testing.T, eng pipeline.Engine, p *pipeline.Plan, raw []byte) []pip
 			t.Fatal(err)
 		}
 		for _, o := range outs {
-			out = append(out, ownRow(o))
+			// Kept whole, lent rows given back: on a host whose cores
+			// make the plan lend the CPU engine's rows, keeping them
+			// without giving them back hung the test.
+			out = append(out, pipeline.Keep(o))
 		}
 	}
 	outs, err := eng.Flush(ctx)
@@ -211,7 +192,7 @@ func rows(t *testing.T, eng pipeline.Engine, p *pipeline.Plan, raw []byte) []pip
 		t.Fatal(err)
 	}
 	for _, o := range outs {
-		out = append(out, ownRow(o))
+		out = append(out, pipeline.Keep(o))
 	}
 	return out
 }

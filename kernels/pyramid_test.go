@@ -161,7 +161,7 @@ func pyramidRows(t *testing.T, eng pipeline.Engine, p *pipeline.Plan, raw []byte
 			t.Fatal(err)
 		}
 		for _, o := range outs {
-			out = append(out, ownRow(o))
+			out = append(out, pipeline.Keep(o))
 		}
 	}
 	outs, err := eng.Flush(ctx)
@@ -169,7 +169,7 @@ func pyramidRows(t *testing.T, eng pipeline.Engine, p *pipeline.Plan, raw []byte
 		t.Fatal(err)
 	}
 	for _, o := range outs {
-		out = append(out, ownRow(o))
+		out = append(out, pipeline.Keep(o))
 	}
 	slices.SortStableFunc(out, func(a, b pipeline.LevelOutput) int {
 		if a.Level != b.Level {

@@ -1,6 +1,9 @@
 package pipeline
 
-import "sync/atomic"
+import (
+	"bytes"
+	"sync/atomic"
+)
 
 // Lease lends a chunk row's stored bytes (LevelOutput.Lease) to the
 // assembler, which hands them to the shard writers as they are instead of
@@ -37,4 +40,25 @@ func releaseOutputs(outs []LevelOutput) {
 			o.Lease.Release()
 		}
 	}
+}
+
+// Keep is a copy of o in memory of its own (its shards, chunks and their
+// bytes), for a consumer other than the assembler that keeps an engine's
+// rows past its next Encode; it gives o's lease back, as the engine
+// reuses a lent row's memory only then, and its next row of that level
+// waits until it has.
+func Keep(o LevelOutput) LevelOutput {
+	c := o
+	c.Lease = nil
+	c.Shards = make([]ShardOut, len(o.Shards))
+	for i, s := range o.Shards {
+		c.Shards[i] = ShardOut{Inner: s.Inner, Chunks: make([]ChunkOut, len(s.Chunks))}
+		for j, ch := range s.Chunks {
+			c.Shards[i].Chunks[j] = ChunkOut{Slot: ch.Slot, Data: bytes.Clone(ch.Data)}
+		}
+	}
+	if o.Lease != nil {
+		o.Lease.Release()
+	}
+	return c
 }

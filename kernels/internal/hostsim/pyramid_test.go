@@ -137,26 +137,15 @@ func cpuLevels(t *testing.T, p *pipeline.Plan, raw []byte, first int64) []pipeli
 	}
 	defer cpu.Close()
 	var outs []pipeline.LevelOutput
-	// keep copies the pyramid's rows, shards, chunks and bytes, and gives
-	// back every lent row, level 0's too: the CPU engine lends its rows
-	// where the plan has it (StorePlan.LentRows, with enough cores), and a
-	// row never given back held up the engine's next one for good.
+	// keep takes the pyramid's rows whole and gives every lent row back,
+	// level 0's too: the CPU engine lends its rows where the plan has it
+	// (StorePlan.LentRows, with enough cores), and a row never given back
+	// held up the engine's next one for good.
 	keep := func(os []pipeline.LevelOutput) {
 		for _, o := range os {
+			k := pipeline.Keep(o)
 			if o.Level != 0 {
-				c := o
-				c.Lease = nil
-				c.Shards = slices.Clone(o.Shards)
-				for s := range c.Shards {
-					c.Shards[s].Chunks = slices.Clone(o.Shards[s].Chunks)
-					for k := range c.Shards[s].Chunks {
-						c.Shards[s].Chunks[k].Data = slices.Clone(o.Shards[s].Chunks[k].Data)
-					}
-				}
-				outs = append(outs, c)
-			}
-			if o.Lease != nil {
-				o.Lease.Release()
+				outs = append(outs, k)
 			}
 		}
 	}
