@@ -24,7 +24,8 @@ type LevelOutput struct {
 	Epoch  int64 // the level's chunk row along dim 0
 	Shards []ShardOut
 	// Lease, when set, lends the chunks' bytes to whoever takes the
-	// output (the assembler), who releases it once they are written.
+	// output (the assembler), who releases it once they are written; a
+	// consumer that keeps rows otherwise takes them with Keep.
 	Lease *Lease
 }
 
