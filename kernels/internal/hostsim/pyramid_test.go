@@ -138,14 +138,15 @@ func cpuLevels(t *testing.T, p *pipeline.Plan, raw []byte, first int64) []pipeli
 	defer cpu.Close()
 	var outs []pipeline.LevelOutput
 	// keep takes the pyramid's rows whole and gives every lent row back,
-	// level 0's too: the CPU engine lends its rows where the plan has it
-	// (StorePlan.LentRows, with enough cores), and a row never given back
-	// held up the engine's next one for good.
+	// level 0's too, which it does not keep: the CPU engine lends its rows
+	// where the plan has it (StorePlan.LentRows, with enough cores), and a
+	// row never given back held up the engine's next one for good.
 	keep := func(os []pipeline.LevelOutput) {
 		for _, o := range os {
-			k := pipeline.Keep(o)
 			if o.Level != 0 {
-				outs = append(outs, k)
+				outs = append(outs, pipeline.Keep(o))
+			} else if o.Lease != nil {
+				o.Lease.Release()
 			}
 		}
 	}
