@@ -1,15 +1,17 @@
 // Package bench holds the benchmark scripts run on the GPU host and here;
-// its tests run the scripts' argument checks, and bench/convert-ab.sh
-// whole on the CPU engine, so that a script breaks here rather than in a
-// device session's only run.
+// its tests run the scripts' argument checks, bench/convert-ab.sh whole on
+// the CPU engine and bench/kernels-ab.sh on stand-in test binaries, so
+// that a script breaks here rather than in a device session's only run.
 package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,12 @@ func TestTheScriptsRefuseBadArgumentsBeforeAnyWork(t *testing.T) {
 			"/nonexistent/zspool: not an executable zspool"},
 		{"path-host refuses a level that is not a zstd level", "path-host.sh", []string{"ZSPOOL=" + exe, "LEVEL=fast"},
 			"LEVEL=fast: a zstd level, -7 to 22"},
+		{"kernels-ab refuses zero rounds", "kernels-ab.sh", []string{"A=" + exe, "ROUNDS=0"},
+			"ROUNDS=0: a count, 1 to 99"},
+		{"kernels-ab refuses a benchtime that is not a count of runs", "kernels-ab.sh", []string{"A=" + exe, "BENCHTIME=5s"},
+			"BENCHTIME=5s: runs of the batch, as 20x"},
+		{"kernels-ab refuses a build that is not there", "kernels-ab.sh", []string{"A=" + exe, "B=/nonexistent/kernels.test"},
+			"/nonexistent/kernels.test: not an executable kernels test binary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := script(t, tc.script, append(tc.env, "SHM="+t.TempDir()))
@@ -102,5 +110,82 @@ func TestConvertABComparesTwoBuildsOnTheCPU(t *testing.T) {
 				t.Fatalf("rows %q and %q: want A then B with the same stored bytes", rows[0][0], rows[1][0])
 			}
 		})
+	}
+}
+
+// fakeKernelsTest writes a stand-in for the kernels test binary that
+// prints BenchmarkLitKernels lines as go test does, after checking that it
+// was asked for the benchmark's pattern. Its level-1 ns/op is ns1[k] on
+// its k-th run (a counter file beside it), its level-3 ns/op always ns3.
+func fakeKernelsTest(t *testing.T, dir, name string, ns1 []int, ns3 int) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	cases := ""
+	for k, ns := range ns1 {
+		cases += fmt.Sprintf("%d) ns1=%d ;; ", k, ns)
+	}
+	body := `#!/bin/sh
+case "$*" in *"-test.bench BenchmarkLitKernels/camera-"*) ;; *) echo "unexpected arguments: $*" >&2; exit 3 ;; esac
+k=$(cat "$0.runs" 2>/dev/null || echo 0)
+echo $((k + 1)) >"$0.runs"
+case $k in ` + cases + `*) echo "run $k: more runs than rounds" >&2; exit 3 ;; esac
+printf 'goos: linux\n'
+printf 'BenchmarkLitKernels/camera-dim/chunk=2048KiB/level=1-16 \t      20\t  %d ns/op\t57995.61 MB/s\t        59.24 kernelGB/s\t         0.9144 pack-ms\t         6.684 parse-ms\t         3.589 ratio\t         1.583 rest-ms\t         4.206 seed-ms\t         4.737 seq-ms\n' "$ns1"
+printf 'BenchmarkLitKernels/camera-dim/chunk=2048KiB/level=3-16 \t      20\t  %d ns/op\t26993.60 MB/s\t        27.29 kernelGB/s\t         0.7996 pack-ms\t         11.93 parse-ms\t         3.666 ratio\t         1.201 rest-ms\t         20.70 seed-ms\t         4.717 seq-ms\n' ` +
+		strconv.Itoa(ns3) + `
+printf 'PASS\n'
+`
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestKernelsABTabulatesTwoBuildsRoundByRound runs bench/kernels-ab.sh on
+// two stand-in binaries: each round runs both, and the table has a row
+// per benchmark and build with each round's GB/s from its ns/op, their
+// median (not their mean or the best), the stages' milliseconds and the
+// ratio.
+func TestKernelsABTabulatesTwoBuildsRoundByRound(t *testing.T) {
+	dir := t.TempDir()
+	// 1 GiB in these ns/op: 40, 58 and 50 GB/s; 25 and 26.99.
+	a := fakeKernelsTest(t, dir, "a.test", []int{26843546, 18514193, 21474836}, 39777648)
+	b := fakeKernelsTest(t, dir, "b.test", []int{42949672, 42949672, 42949672}, 42949672)
+	out, code := script(t, "kernels-ab.sh", []string{"A=" + a, "B=" + b, "ROUNDS=3"})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if n := strings.Count(out, "== round "); n != 6 {
+		t.Errorf("%d runs, want 6 (2 builds × 3 rounds):\n%s", n, out)
+	}
+	for _, want := range []string{
+		"camera-dim/chunk=2048KiB/level=1 A 40.00 58.00 50.00 50.00 4.21 6.68 4.74 0.91 1.58 3.589",
+		"camera-dim/chunk=2048KiB/level=1 B 25.00 25.00 25.00 25.00 4.21 6.68 4.74 0.91 1.58 3.589",
+		"camera-dim/chunk=2048KiB/level=3 A 26.99 26.99 26.99 26.99 20.70 11.93 4.72 0.80 1.20 3.666",
+		"camera-dim/chunk=2048KiB/level=3 B 25.00 25.00 25.00 25.00 20.70 11.93 4.72 0.80 1.20 3.666",
+	} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Join(strings.Fields(line), " ") == want {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no table row %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestKernelsABSaysSoWhenNoBenchmarkRan: on a host without a GPU the
+// benchmark skips, and the script fails with a reason instead of printing
+// an empty table.
+func TestKernelsABSaysSoWhenNoBenchmarkRan(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "skip.test")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho '--- SKIP: BenchmarkLitKernels'\necho PASS\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, code := script(t, "kernels-ab.sh", []string{"A=" + p})
+	if code != 1 || !strings.Contains(out, "no benchmark ran: no usable GPU") {
+		t.Fatalf("exit %d, output:\n%s\nwant exit 1 naming the reason", code, out)
 	}
 }
