@@ -79,8 +79,9 @@ const (
 	// (zstdlit.WindowOptionsFor).
 	EncoderWindow = "window"
 	// EncoderSegmented is zstdlit on the CPU, the byte-exact reference
-	// of the GPU encoder: matches searched per 1 KiB segment, so that
-	// the GPU parses every segment on a thread of its own.
+	// of the GPU encoder: each segment (zstdlit.SegmentSize bytes)
+	// parsed on its own, so that the GPU parses every segment on a
+	// thread of its own.
 	EncoderSegmented = "segmented"
 	// EncoderLit is EncoderSegmented's old name, from when it wrote
 	// literals only; existing configs and scripts keep working.

@@ -14,6 +14,7 @@ import (
 	"github.com/zspool/zspool/engine"
 	"github.com/zspool/zspool/pipeline"
 	"github.com/zspool/zspool/zarr"
+	"github.com/zspool/zspool/zstdlit"
 )
 
 type engineFlags struct {
@@ -36,7 +37,7 @@ func (e *engineFlags) register(fs interface {
 	fs.StringVar(&e.engine, "engine", "auto", help)
 	fs.StringVar(&e.memoryBudget, "memory-budget", "", "the working set a plan may use; beyond its smallest, spare budget buys overlap (default: an eighth of the host's memory, cgroup limit or RAM, at least 768MiB)")
 	fs.IntVar(&e.workers, "workers", 0, "compression workers (0 = one per CPU)")
-	encHelp := "zstd encoder: klauspost (at the manifest's level), window (zstdlit's windowed encoder: matches over the whole chunk, at the manifest's level) or segmented (zstdlit, the GPU encoder's reference: matches per 1 KiB segment, at the manifest's level; lit is its old name); empty: the engine's default, window on the CPU"
+	encHelp := fmt.Sprintf("zstd encoder: klauspost (at the manifest's level), window (zstdlit's windowed encoder: matches over the whole chunk, at the manifest's level) or segmented (zstdlit, the GPU encoder's reference: each %d-byte segment parsed on its own, its matches reaching back over the block, at the manifest's level; lit is its old name); empty: the engine's default, window on the CPU", zstdlit.SegmentSize)
 	if engine.GPUBuilt {
 		encHelp += " and the GPU's own encoder, which writes what segmented writes, on the GPU"
 	}
