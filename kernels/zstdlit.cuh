@@ -185,7 +185,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 namespace zl {
 template <bool Measure, uint32_t key, uint32_t bits, uint32_t grid>
 __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
-                                            const uint32_t *nonfill, uint32_t *seed)
+                                            const uint32_t *nonfill, uint32_t *seed, uint32_t phase)
 {
 	extern __shared__ uint32_t tab[]; // 1 << bits entries: position + 1 and tag, 0 for none
 	// a segment's bytes and the next 8 (12 to measure)
@@ -203,7 +203,8 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	static_assert(kWords <= kThreads, "zl_seed: a thread loads one word of a segment");
 	constexpr uint32_t kTagMask = (1u << zl::kSeedTagBits) - 1;
 	const unsigned t = threadIdx.x;
-	const uint32_t q = grid * t; // the thread's position in each segment
+	// the thread's position in each segment: on the grid, from its phase
+	const uint32_t q = grid * t + (grid > 1 ? phase : 0);
 	const uint32_t hm = zl::key_hi(key);
 	if (Back && t < 2)
 		seg[t][0] = 0;
@@ -282,9 +283,9 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
     zl_seed(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-            uint32_t *seed)
+            uint32_t *seed, uint32_t phase)
 {
-	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
+	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed, 0);
 }
 
 // Three CTAs an SM are what zl_seed2's 64 KiB table allows; told so, ptxas
@@ -294,9 +295,9 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads)
 // side, before the unrolling).
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads / 2, 3)
     zl_seed2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-             uint32_t *seed)
+             uint32_t *seed, uint32_t phase)
 {
-	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 2>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
+	zl::seed_blocks<true, zl::kFastKey, zl::kFastSeedBits, 2>(src, chunk_bytes, bpc, n_blocks, nonfill, seed, phase);
 }
 
 // One CTA an SM is what zl_seed3's 128 KiB table allows; told so, ptxas
@@ -304,9 +305,9 @@ extern "C" __global__ void __launch_bounds__(zl::kSeedThreads / 2, 3)
 // spilled.
 extern "C" __global__ void __launch_bounds__(zl::kSeedThreads, 1)
     zl_seed3(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
-             uint32_t *seed)
+             uint32_t *seed, uint32_t phase)
 {
-	zl::seed_blocks<false, zl::kStrongKey, zl::kStrongSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed);
+	zl::seed_blocks<false, zl::kStrongKey, zl::kStrongSeedBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seed, 0);
 }
 
 // zl_cseed: from level 3, parts CTAs per chunk of more than one block
@@ -398,11 +399,11 @@ template <int HB, uint32_t G>
 __device__ __forceinline__ void parse_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
                                              const uint32_t *nonfill, uint32_t *seq_buf, uint32_t *seg_meta,
                                              uint32_t min_match, const uint32_t *seed, uint32_t *side, uint32_t key,
-                                             ParseShared<HB> &S)
+                                             uint32_t phase, ParseShared<HB> &S)
 {
 	for (uint64_t x = blockIdx.x; x < kParseCTAs * n_blocks; x += gridDim.x) {
 		parse_part<HB, G>(src, chunk_bytes, (uint32_t)bpc, nonfill, seq_buf, seg_meta, x / kParseCTAs,
-		                  (uint32_t)(x % kParseCTAs), min_match, key, seed, side, S);
+		                  (uint32_t)(x % kParseCTAs), min_match, key, phase, seed, side, S);
 		__syncwarp();
 	}
 }
@@ -411,32 +412,32 @@ __device__ __forceinline__ void parse_blocks(const uint8_t *src, uint64_t chunk_
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
              uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
-             uint32_t key)
+             uint32_t key, uint32_t phase)
 {
 	__shared__ zl::ParseShared<zl::kFastHashBits> S;
 	zl::parse_blocks<zl::kFastHashBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match,
-	                                       seed, side, key, S);
+	                                       seed, side, key, 0, S);
 }
 
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse2(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
               uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
-              uint32_t key)
+              uint32_t key, uint32_t phase)
 {
 	__shared__ zl::ParseShared<zl::kGridHashBits> S;
 	zl::parse_blocks<zl::kGridHashBits, 2>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match,
-	                                       seed, side, key, S);
+	                                       seed, side, key, phase, S);
 }
 
 extern "C" __global__ void __launch_bounds__(zl::kParseThreads)
     zl_parse3(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *nonfill,
               uint32_t *seq_buf, uint32_t *seg_meta, uint32_t min_match, const uint32_t *seed, uint32_t *side,
-              uint32_t key)
+              uint32_t key, uint32_t phase)
 {
 	extern __shared__ uint4 parse_mem[];
 	auto &S = *reinterpret_cast<zl::ParseShared<zl::kStrongHashBits> *>(parse_mem);
 	zl::parse_blocks<zl::kStrongHashBits, 1>(src, chunk_bytes, bpc, n_blocks, nonfill, seq_buf, seg_meta, min_match,
-	                                         seed, side, key, S);
+	                                         seed, side, key, 0, S);
 }
 
 // zl_seq: one warp per block, kSeqWarps warps a CTA, each with its own

@@ -184,6 +184,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
 	key := cu.DevicePtr(lit.opt.KeyBytes())
+	phase := cu.DevicePtr(lit.opt.GridPhase()) // the grid's first position, for zl_seed2 and zl_parse2
 	// zl_seed measures its seeds' first bytes for the fast rung's parse;
 	// zl_seed3 does not (kSeedMeasured). zl_seed2 and zl_parse2 take the
 	// fast rung's even grid, a thread an even position.
@@ -196,7 +197,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 		seedFn, parse = d.fn.litSeed2, d.fn.litParse2
 	}
 	if err := seedFn.Launch(grid, 1, 1, seedThreads, 1, 1, lit.opt.SeedTableBytes(), s,
-		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed)); err != nil {
+		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seed, phase)); err != nil {
 		return fmt.Errorf("launch zstd match seeds: %w", err)
 	}
 	if tb := lit.opt.ChunkTableBits(int(chunkBytes)); tb != 0 {
@@ -220,7 +221,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	if err := parse.Launch(int(min(litParseCTAs*nBlocks, 1<<30)), 1, 1, litParseThreads, 1, 1, parseShared, s,
 		args(src, cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.meta, cu.DevicePtr(lit.opt.ShortestMatch()),
-			lit.seed, lit.side, key)); err != nil {
+			lit.seed, lit.side, key, phase)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)
 	}
 	if err := lit.mark(s, 1); err != nil {

@@ -352,7 +352,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	V.S.tab.clear(V.lane); // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	SegmentSeqs out;
-	uint32_t i = 0;
+	uint32_t i = V.phase; // the grid's first position (0 off the grid)
 	// Through 775861c the strong rung loaded the next batch's seeds a batch
 	// ahead (57b850e: with batches of eight, the parse waited on those
 	// loads more than on anything else). With batches of four the loads
@@ -368,7 +368,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	// bright cells 0.7 and 1.0% faster, flat fields and 8-bit frames 0.4
 	// and 0.5% slower.
 	uint32_t sc[B];
-	load_seeds<HB, G>(seed, 0, n, key, sc);
+	load_seeds<HB, G>(seed, i, n, key, sc);
 	while (i + key <= n) {
 		// the batch's eligible positions: i + G*k + key <= n
 		const uint32_t elig = (n - key - i) / G + 1;
@@ -473,7 +473,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		const uint32_t p = i + G * at, end = p + l;
 		// The next batch's seeds go out now, its start known, so that
 		// the work on this match hides their loads.
-		const uint32_t inext = (end + G - 1) / G * G;
+		const uint32_t inext = V.phase + (end - V.phase + G - 1) / G * G;
 		load_seeds<HB, G>(seed, inext, n, key, sc);
 		// Insert the rest of the match, as the reference does.
 		const uint32_t last = n - (key - 1); // positions below it have a whole key
@@ -575,8 +575,8 @@ template <int HB, uint32_t G>
 __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes, uint32_t bpc,
                               const uint32_t *__restrict__ nonfill, uint32_t *__restrict__ seqBuf,
                               uint32_t *__restrict__ segMeta, uint64_t bi, uint32_t h, uint32_t min_match,
-                              uint32_t key, const uint32_t *__restrict__ seed, uint32_t *__restrict__ side,
-                              ParseShared<HB> &S)
+                              uint32_t key, uint32_t phase, const uint32_t *__restrict__ seed,
+                              uint32_t *__restrict__ side, ParseShared<HB> &S)
 {
 	uint64_t chunk, off;
 	uint32_t n;
@@ -593,10 +593,10 @@ __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
 	if constexpr (HB == kStrongHashBits)
-		segMeta[g] = parse_segment_own(SegView<HB>{S, lane}, len, seqBuf + g * kSlotStride, side + g * kSlotStride,
+		segMeta[g] = parse_segment_own(SegView<HB>{S, lane, 0}, len, seqBuf + g * kSlotStride, side + g * kSlotStride,
 		                                   min_match, blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
 	else
-		segMeta[g] = parse_segment<HB, G>(SegView<HB>{S, lane}, len, seqBuf + g * kSlotStride, side + g * kSlotStride,
+		segMeta[g] = parse_segment<HB, G>(SegView<HB>{S, lane, G > 1 ? phase : 0}, len, seqBuf + g * kSlotStride, side + g * kSlotStride,
 		                                  min_match, blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
 }
 

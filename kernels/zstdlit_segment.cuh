@@ -21,7 +21,7 @@ template <int HB> struct Packed3Table {
 		for (uint32_t k = 0; k < kWords; k++)
 			w[k][lane] = 0xFFFFFFFFu;
 	}
-	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane) const
+	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane, uint32_t) const
 	{
 		return (uint16_t)((w[h / 3][lane] >> (9 * (h % 3))) & 0x1FF);
 	}
@@ -34,9 +34,11 @@ template <int HB> struct Packed3Table {
 };
 
 
-// GridTable is the even grid's: an entry is the position's grid index
+// GridTable is the grid's: an entry is the position's grid index
 // (position / 2) in a byte, 0xFF for none, which is never an eligible
-// position's (510 has no whole key before the segment's end). A look-up
+// position's (510 and 511 have no whole key before the segment's end);
+// a look-up adds the grid's phase back (zstdlit's GridPhase: the odd
+// positions on 16-bit data). A look-up
 // is a load and a shift, an entry a byte store, and the 2^6 entries take
 // 16 words a lane: with the segment's bytes, 18 KiB a warp, so that
 // twelve warps fit an SM where ten did.
@@ -48,10 +50,10 @@ template <int HB> struct GridTable {
 		for (uint32_t k = 0; k < kWords; k++)
 			w[k][lane] = 0xFFFFFFFFu;
 	}
-	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane) const
+	__device__ __forceinline__ uint16_t get(uint32_t h, unsigned lane, uint32_t phase) const
 	{
 		const uint32_t b = (w[h >> 2][lane] >> ((h & 3) * 8)) & 0xFF;
-		return b == 0xFF ? kNoPos : (uint16_t)(2 * b);
+		return b == 0xFF ? kNoPos : (uint16_t)(2 * b + phase);
 	}
 	__device__ __forceinline__ void set(uint32_t h, unsigned lane, uint32_t pos)
 	{
@@ -94,10 +96,12 @@ static_assert(sizeof(ParseShared<kFastHashBits>) <= 48 * 1024, "zl_parse's share
 static_assert(sizeof(ParseShared<kStrongHashBits>) == kSeg * kParseThreads,
               "zl_parse3's shared memory is what the host asks for (litParse3Shared)");
 
-// SegView reads one lane's segment out of ParseShared.
+// SegView reads one lane's segment out of ParseShared; phase is the
+// grid's (0 off the grid).
 template <int HB> struct SegView {
 	ParseShared<HB> &S;
 	unsigned lane;
+	uint32_t phase;
 	__device__ __forceinline__ uint32_t byte(uint32_t pos) const
 	{
 		return (S.data[pos >> 2][lane] >> ((pos & 3) * 8)) & 0xff;
@@ -126,7 +130,7 @@ template <int HB> struct SegView {
 			x[k] = (k & 3) == 0 ? sh[k / 4] : __funnelshift_r(sh[k / 4], sh[k / 4 + 1], 8 * (k & 3));
 	}
 	// window2 sets x[k] to word(pos+2k) and y[k] to word(pos+2k+4), k <
-	// B: the even grid's batch (pos even), from one window of words.
+	// B: the grid's batch, from one window of words.
 	template <uint32_t B> __device__ __forceinline__ void window2(uint32_t pos, uint32_t x[B], uint32_t y[B]) const
 	{
 		static_assert(B % 2 == 0, "window2: an even batch");
@@ -149,7 +153,7 @@ template <int HB> struct SegView {
 			y[k] = z[k + 2];
 		}
 	}
-	__device__ __forceinline__ uint16_t get(uint32_t h) const { return S.tab.get(h, lane); }
+	__device__ __forceinline__ uint16_t get(uint32_t h) const { return S.tab.get(h, lane, phase); }
 	__device__ __forceinline__ void set(uint32_t h, uint32_t pos) const { S.tab.set(h, lane, pos); }
 	// match_len is the length of the common prefix of c.. and i.. (c < i),
 	// capped at the segment's end n.

@@ -160,6 +160,7 @@ type parser struct {
 	chunk     []int32 // the chunk's table, chunk positions
 	useChunk  bool    // the frame being parsed keeps the chunk table
 	grid      int     // Options.Grid
+	phase     int     // Options.GridPhase
 	blockOff  int     // the block being parsed starts here
 	lits      []byte
 	seqs      []sequence
@@ -174,6 +175,7 @@ func (p *parser) setRung(opt Options) {
 	p.localBits = uint(opt.SegmentTableBits())
 	p.opt = opt
 	p.grid = opt.Grid()
+	p.phase = opt.GridPhase()
 	if len(p.table) != 1<<p.localBits {
 		p.table = make([]uint16, 1<<p.localBits)
 	}
@@ -201,7 +203,7 @@ func (p *parser) endBlock(src []byte, off, end int) {
 	if !p.useChunk || end == len(src) {
 		return
 	}
-	for i := off; i+p.keyBytes <= end; i += p.grid {
+	for i := off + p.phase; i+p.keyBytes <= end; i += p.grid {
 		p.chunk[seedHash(p.key(src, i), p.chunkBits)] = int32(i)
 	}
 }
@@ -220,7 +222,7 @@ func (p *parser) parseBlock(src []byte, off, end int) {
 	for a := off; a < end; a += SegmentSize {
 		b := min(a+SegmentSize, end)
 		carry = p.parseSegment(src, a, b, carry)
-		for i := a; i+p.keyBytes <= b; i += p.grid {
+		for i := a + p.phase; i+p.keyBytes <= b; i += p.grid {
 			p.seed[seedHash(p.key(src, i), p.seedBits)] = int32(i)
 		}
 	}
@@ -249,11 +251,11 @@ func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
 	for i := range table {
 		table[i] = noPos
 	}
-	mm, kb, lb, g := p.minMatch, p.keyBytes, p.localBits, p.grid
+	mm, kb, lb, g, ph := p.minMatch, p.keyBytes, p.localBits, p.grid, p.phase
 	var hist [3]uint32
 	known := 0
 	litStart := a
-	for i := a; i+kb <= b; {
+	for i := a + ph; i+kb <= b; {
 		key := p.key(src, i)
 		h := seedHash(key, lb)
 		c, l := int(table[h]), 0
@@ -286,7 +288,7 @@ func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
 		ov := repCode(&hist, &known, uint32(i-c), ll == 0)
 		p.seqs = append(p.seqs, sequence{litLen: ll, matchLen: uint32(l), offVal: ov})
 		litStart = end
-		i = a + (end-a+g-1)/g*g
+		i = a + ph + (end-a-ph+g-1)/g*g
 	}
 	p.lits = append(p.lits, src[litStart:b]...)
 	return carry + uint32(b-litStart)

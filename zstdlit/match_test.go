@@ -28,62 +28,91 @@ func TestTheParseRoundTripsEveryCorpusCaseAndCamera(t *testing.T) {
 	}
 }
 
-func TestTheGridIsEvenOnlyAtTheFastRungOnArrays(t *testing.T) {
+func TestTheGridIsOnlyAtTheFastRungOnArraysAndOddOn16BitData(t *testing.T) {
 	for _, tc := range []struct {
-		opt            Options
-		grid, shortest int
+		opt                   Options
+		grid, phase, shortest int
 	}{
-		{Options{}, 1, 6},
-		{Options{ElemSize: 1}, 2, 8},
-		{Options{ElemSize: 1, MinMatch: 7}, 2, 7},
-		{Options{ElemSize: 2}, 2, 6},
-		{Options{ElemSize: 4, Level: 2}, 2, 6},
-		{Options{ElemSize: 2, Level: 3}, 1, 5},
-		{Options{ElemSize: 1, Level: 3}, 1, 5},
+		{Options{}, 1, 0, 6},
+		{Options{ElemSize: 1}, 2, 0, 8},
+		{Options{ElemSize: 1, MinMatch: 7}, 2, 0, 7},
+		{Options{ElemSize: 2}, 2, 1, 6},
+		{Options{ElemSize: 4, Level: 2}, 2, 0, 6},
+		{Options{ElemSize: 2, Level: 3}, 1, 0, 5},
+		{Options{ElemSize: 1, Level: 3}, 1, 0, 5},
 	} {
-		if g, m := tc.opt.Grid(), tc.opt.ShortestMatch(); g != tc.grid || m != tc.shortest {
-			t.Errorf("%+v: grid %d, shortest match %d; want %d, %d", tc.opt, g, m, tc.grid, tc.shortest)
+		g, ph, m := tc.opt.Grid(), tc.opt.GridPhase(), tc.opt.ShortestMatch()
+		if g != tc.grid || ph != tc.phase || m != tc.shortest {
+			t.Errorf("%+v: grid %d, phase %d, shortest match %d; want %d, %d, %d",
+				tc.opt, g, ph, m, tc.grid, tc.phase, tc.shortest)
 		}
 	}
 }
 
-func TestTheEvenGridEntersNoOddPosition(t *testing.T) {
+func TestTheGridEntersOnlyPositionsOfItsPhase(t *testing.T) {
 	// Three segments of camera bytes: every seed entry the parse leaves
-	// and every chunk position it matched from must be even.
-	blk := synth.CameraDim(256, 256).ZarrChunks()[0][:3*SegmentSize]
-	var p parser
-	p.setRung(Options{ElemSize: 2})
-	p.parseBlock(blk, 0, len(blk))
-	for h, s := range p.seed {
-		if s != noSeed && s%2 != 0 {
-			t.Fatalf("seed entry %d holds odd position %d", h, s)
-		}
+	// and every position in the last segment's table must lie on the
+	// grid: odd on 16-bit data, even on 8-bit data.
+	for _, tc := range []struct {
+		name  string
+		chunk []byte
+		elem  int
+		phase int
+	}{
+		{"16-bit dim frames", synth.CameraDim(256, 256).ZarrChunks()[0], 2, 1},
+		{"8-bit frames", synth.Camera8(256, 256).ZarrChunks()[0], 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blk := tc.chunk[:3*SegmentSize]
+			opt := Options{ElemSize: tc.elem}
+			var p parser
+			p.setRung(opt)
+			p.parseBlock(blk, 0, len(blk))
+			for h, s := range p.seed {
+				if s != noSeed && s%2 != int32(tc.phase) {
+					t.Fatalf("seed entry %d holds position %d, off the grid of phase %d", h, s, tc.phase)
+				}
+			}
+			for _, v := range p.table {
+				if v != noPos && int(v)%2 != tc.phase {
+					t.Fatalf("the last segment's table holds position %d, off the grid of phase %d", v, tc.phase)
+				}
+			}
+			if len(p.seqs) == 0 {
+				t.Fatal("no sequences: the check above proved nothing")
+			}
+			decodes(t, blk, opt)
+		})
 	}
-	for _, v := range p.table {
-		if v != noPos && v%2 != 0 {
-			t.Fatalf("the last segment's table holds odd position %d", v)
-		}
-	}
-	if len(p.seqs) == 0 {
-		t.Fatal("no sequences: the check above proved nothing")
-	}
-	decodes(t, blk, Options{ElemSize: 2})
 }
 
-func TestAMatchOnTheEvenGridIsExtendedBackToItsOddStart(t *testing.T) {
-	// Segment 1 repeats 41 bytes of segment 0 from an odd position: the
-	// parse finds them at the even position after it, through the seed,
-	// and extends the match back by the one byte before.
+func TestAMatchOnTheGridIsExtendedBackToItsStartOffTheGrid(t *testing.T) {
+	// Segment 1 repeats 41 bytes of segment 0 from a position off the
+	// grid: the parse finds them at the grid position after it, through
+	// the seed, and extends the match back by the one byte before.
 	const s = SegmentSize
-	blk := noise(2*s, 6)
-	copy(blk[s+101:s+142], blk[33:74])
-	var p parser
-	p.setRung(Options{ElemSize: 2})
-	p.parseBlock(blk, 0, len(blk))
-	if len(p.seqs) != 1 || p.seqs[0].litLen != s+101 || p.seqs[0].matchLen != 41 || p.seqs[0].offVal != s+68+3 {
-		t.Fatalf("sequences %+v, want one 41-byte match at offset %d after %d literals", p.seqs, s+68, s+101)
+	for _, tc := range []struct {
+		name     string
+		elem     int
+		from, to int // the copy's start in segment 0 and in segment 1
+	}{
+		{"16-bit data, the odd grid, a match from an even position", 2, 34, s + 102},
+		{"8-bit data, the even grid, a match from an odd position", 1, 33, s + 101},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blk := noise(2*s, 6)
+			copy(blk[tc.to:tc.to+41], blk[tc.from:tc.from+41])
+			opt := Options{ElemSize: tc.elem}
+			var p parser
+			p.setRung(opt)
+			p.parseBlock(blk, 0, len(blk))
+			off := tc.to - tc.from
+			if len(p.seqs) != 1 || p.seqs[0].litLen != uint32(tc.to) || p.seqs[0].matchLen != 41 || p.seqs[0].offVal != uint32(off+3) {
+				t.Fatalf("sequences %+v, want one 41-byte match at offset %d after %d literals", p.seqs, off, tc.to)
+			}
+			decodes(t, blk, opt)
+		})
 	}
-	decodes(t, blk, Options{ElemSize: 2})
 }
 
 // noise is n bytes that no parse finds a match in, seeded by seed.

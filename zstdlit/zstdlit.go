@@ -122,6 +122,23 @@ func (o Options) Grid() int {
 	return 1
 }
 
+// GridPhase is the first position of the grid in every segment (and
+// block, and chunk, which all start on even positions): 1 on 16-bit
+// arrays, whose keys then start on a pixel's high byte, and 0 otherwise.
+// A camera's 16-bit pixels repeat in runs of three whose low bytes carry
+// the information; a key on the odd grid holds the same three low bytes
+// as one on the even grid, and a match found there extends back over the
+// low byte before it. On the realistic cameras at level 1 that stored
+// less: dim frames 101.1 -> 102.2% of libzstd's ratio, bright cells
+// 102.2 -> 102.8%, flat fields 100.4% either way. Wider elements were
+// not measured and keep the even grid.
+func (o Options) GridPhase() int {
+	if o.Grid() == 2 && o.ElemSize == 2 {
+		return 1
+	}
+	return 0
+}
+
 // SegmentTableBits is the bits of the table each segment's parse keeps
 // of its own positions at o's level.
 func (o Options) SegmentTableBits() int {
