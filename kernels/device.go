@@ -106,7 +106,7 @@ type functions struct {
 	keys, scan                   cu.Function
 	litSeed, litParse, litSeq    cu.Function
 	litSeed3                     cu.Function
-	litSeed2, litParse2          cu.Function // the even grid's (zstdlit's Options.Grid 2)
+	litSeed2, litParse2          cu.Function // the grid's (zstdlit's Options.Grid 2, from GridPhase)
 	litChunkSeed, litParse3      cu.Function
 	litOwn3                      cu.Function
 	litCompact                   cu.Function

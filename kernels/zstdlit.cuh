@@ -175,9 +175,10 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // every instruction saved a position is time (the seeds 4.0-4.7% faster
 // at level 1, 0.7-1.4% at level 3; H100, 2026-11-26).
 //
-// zl_seed2 is zl_seed on the even grid (zstdlit's Options.Grid 2, the fast
-// rung on an array of known element size): a thread an even position, half the
-// threads, and the seeds written a grid position each (seed_index). It
+// zl_seed2 is zl_seed on the grid (zstdlit's Options.Grid 2, the fast
+// rung on an array of known element size): a thread a grid position (odd
+// ones on 16-bit data, the phase its argument), half the threads, and
+// the seeds written a grid position each (seed_index). It
 // issues in 58% of the cycles, not 83%: three 64 KiB tables an SM leave
 // it 24 warps, and they wait at the walk's barriers. Its seeds also say
 // how many bytes before them agree with those before their position
@@ -192,7 +193,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	constexpr uint32_t kWords = zl::kSegWords + (Measure ? 3 : 2);
 	static_assert(!Measure || zl::kSeedMeasured == 12, "zl_seed measures 12 bytes: three words and a shift");
 	constexpr uint32_t kThreads = zl::kSeedThreads / grid;
-	// On the even grid the parse extends matches backwards, and the seeds
+	// On the grid the parse extends matches backwards, and the seeds
 	// say how far (kSeedBack). Then word 0 of each buffer is a pad, never
 	// compared, so that the word before a segment's first needs no test;
 	// the segment's words follow.
@@ -390,7 +391,7 @@ extern "C" __global__ void __launch_bounds__(zl::kOwnWarps * 32, 8)
 // min_match is zstdlit.Options' ShortestMatch, key its KeyBytes (6, or 5
 // from level 3); seed is zl_seed's candidates, side takes the
 // Offset_Values too large to pack. The fast rung's segment table; zl_parse2
-// is the same on the even grid (zl_seed2's seeds) with its smaller table,
+// is the same on the grid (zl_seed2's seeds) with its smaller table,
 // and zl_parse3 with the strong rung's, in dynamic shared memory.
 namespace zl {
 // parse_blocks is a parse kernel's walk: the CTA's parts of the blocks,

@@ -187,7 +187,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	phase := cu.DevicePtr(lit.opt.GridPhase()) // the grid's first position, for zl_seed2 and zl_parse2
 	// zl_seed measures its seeds' first bytes for the fast rung's parse;
 	// zl_seed3 does not (kSeedMeasured). zl_seed2 and zl_parse2 take the
-	// fast rung's even grid, a thread an even position.
+	// fast rung's grid, a thread a grid position.
 	seedFn, parse, parseShared := d.fn.litSeed, d.fn.litParse, 0
 	seedThreads := litSeedThreads / lit.opt.Grid()
 	switch {

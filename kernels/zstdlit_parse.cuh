@@ -18,7 +18,7 @@ constexpr uint32_t kSegsPerBlock = kBlock / kSeg; // 256
 // from it (zstdlit's fastLocalBits, strongLocalBits).
 constexpr int kFastHashBits = 7;
 constexpr int kStrongHashBits = 10;
-constexpr int kGridHashBits = 6; // the fast rung's on the even grid (zstdlit's gridLocalBits)
+constexpr int kGridHashBits = 6; // the fast rung's on the grid (zstdlit's gridLocalBits)
 constexpr uint32_t kMinMatch = 5;                  // zstdlit.minMatchFloor: the shortest match of any rung
 // The rungs' key lengths and seed table bits (zstdlit's fastKeyBytes,
 // fastSeedBits, strongKeyBytes, strongSeedBits): zl_seed is the fast
@@ -45,7 +45,7 @@ static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 9 bits 
 constexpr uint32_t kParseThreads = 32;                        // segments per zl_parse CTA (a warp)
 constexpr uint32_t kParseCTAs = kSegsPerBlock / kParseThreads; // zl_parse CTAs per block
 constexpr uint32_t kBatch = 8;                                // positions a lane looks up at once (fast rung)
-// kGridBatch is the batch on the even grid, where a batch of 8 spans 16
+// kGridBatch is the batch on the grid, where a batch of 8 spans 16
 // bytes: on dim frames, whose matches come every few bytes, a match early
 // in it wastes the rest of its look-ups. Against 8 (H100, two rounds,
 // level 1): dim frames 41.4 -> 44.4 GB/s, bright cells 47.3 -> 47.9,
@@ -113,7 +113,7 @@ constexpr uint32_t kSeedMeasured = 12;
 constexpr uint32_t kSeedLenMask = 15; // kSeedMeasured fits 4 bits
 static_assert(kBlock <= kSeedPosMask, "a seed's position must fit below its length");
 static_assert(kSeedMeasured <= kSeedLenMask, "a seed's measured length must fit its field");
-// On the even grid a seed also carries, above its length, how many of the
+// On the grid a seed also carries, above its length, how many of the
 // bytes before it agree with those before its position: at most
 // kSeedBack, and no more than lie before the position in its segment or
 // before the candidate in the block, so a count below kSeedBack is exact
@@ -174,7 +174,8 @@ __device__ __forceinline__ uint32_t gword(const uint8_t *p)
 // seed_index is the index in zl_seed's output of the seed of position pos
 // (a multiple of G) of chunk chunk: a chunk has a seed a grid position,
 // ceil(chunk_bytes / G), so that an odd chunk size keeps the chunks'
-// seeds apart on the even grid.
+// seeds apart on the grid (whose odd positions share their even
+// neighbour's index).
 template <uint32_t G> __device__ __forceinline__ uint64_t seed_index(uint64_t chunk, uint64_t chunk_bytes, uint64_t pos)
 {
 	return chunk * ((chunk_bytes + G - 1) / G) + pos / G;
@@ -338,7 +339,8 @@ struct SegmentSeqs {
 // behind. The
 // batch's seeds are loaded from global memory together.
 //
-// On the even grid (G 2) the batch is kGridBatch even positions, and a match
+// On the grid (G 2) the batch is kGridBatch grid positions, from the
+// grid's phase (SegView::phase: odd ones on 16-bit data), and a match
 // is extended backwards as zstdlit's extendBack does: over the segment's
 // own bytes for a candidate in the segment, over the block's (global
 // memory) for a seed.

@@ -60,9 +60,9 @@ template <int HB> struct GridTable {
 		reinterpret_cast<uint8_t *>(&w[h >> 2][lane])[h & 3] = (uint8_t)(pos >> 1);
 	}
 };
-static_assert((kSeg - 2) / 2 == 0xFF, "GridTable: 0xFF must be the last even position's index");
+static_assert((kSeg - 2) / 2 == 0xFF, "GridTable: 0xFF must be the index of the last two positions");
 
-// TableOf is the layout of a rung's table: the even grid's a byte an
+// TableOf is the layout of a rung's table: the grid's a byte an
 // entry, three a word for the fast rung's (where one load a look-up
 // wins). The strong rung's parse keeps none (ParseShared below).
 template <int HB> struct TableOf {
@@ -71,8 +71,8 @@ template <int HB> struct TableOf {
 template <> struct TableOf<kGridHashBits> {
 	using type = GridTable<kGridHashBits>;
 };
-// TableOf tells the rungs apart by their bits: the even grid's byte
-// entries would drop the low bit of an odd position.
+// TableOf tells the rungs apart by their bits: the grid's byte entries
+// would drop the low bit of a position off the grid.
 static_assert(kGridHashBits != kFastHashBits && kGridHashBits != kStrongHashBits, "TableOf: each rung's bits its own");
 
 // ParseShared holds, for each of the warp's 32 segments, its bytes and

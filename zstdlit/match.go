@@ -48,14 +48,16 @@ package zstdlit
 //     start in any earlier segment of the block, or of the chunk, so
 //     offsets reach up to the chunk's size.
 //   - At the fast rung on an array of known element size (Options.Grid
-//     2; on 8-bit data with 8-byte matches, ShortestMatch), only
-//     even positions (of the chunk; segments and blocks start on even
-//     ones) are eligible: looked up, and entered in every table. A match
+//     2; on 8-bit data with 8-byte matches, ShortestMatch), only every
+//     other position is eligible: looked up, and entered in every table.
+//     The grid starts at Options.GridPhase in every segment (segments
+//     and blocks start on even positions of the chunk): on the odd
+//     positions for 16-bit data, on the even ones otherwise. A match
 //     found at i is then extended backwards, byte by byte, while the
 //     bytes before it and before its candidate agree, down to the
 //     segment's literals' start at most and to its candidate's own
 //     segment's start (for a seed, its block's start). The parse goes on
-//     at the first even position at or after the match's end. The
+//     at the first grid position at or after the match's end. The
 //     segment's table has 2^6 entries, for half the positions.
 //   - Offsets are coded with repeat codes only against the offsets of the
 //     segment's own earlier sequences, whatever came before it; the
@@ -65,14 +67,16 @@ package zstdlit
 //
 // Measured against libzstd on the camera sets (2 MiB chunks,
 // BenchmarkCameraRatioAgainstLibzstd), level 1 against its level 1: dim
-// 101.1%, bright 102.2%, flat 100.4%, 8-bit 100.2% and, cells clipped at
+// 102.2%, bright 102.8%, flat 100.4%, 8-bit 100.2% and, cells clipped at
 // 255, 100.4% (every position, as level 3 takes them: 99.9, 100.4,
 // 100.3, 100.8 and 100.0%; 8-bit data joined the grid in 73a57fd,
 // with 8-byte matches, where the 6-byte ones of every position are
-// mostly the background's chance repeats). The even grid
-// halves the positions the GPU hashes, and gains ratio besides: the odd
-// positions' keys straddle two pixels, and their chance matches crowd
-// the tables. Its segment table of 2^6 entries, not 2^7, costs dim
+// mostly the background's chance repeats; 16-bit data took the odd
+// grid in 34407e3, before which the even grid kept dim frames at 101.1%
+// and bright cells at 102.2%). The grid
+// halves the positions the GPU hashes, and gains ratio besides: the
+// keys of every position straddle pixels both ways, and their chance
+// matches crowd the tables. Its segment table of 2^6 entries, not 2^7, costs dim
 // frames 0.2 points (101.3% with 2^7) and lets the GPU's parse fit
 // twelve warps an SM instead of ten: 2-4% faster kernels (H100). At
 // level 3 it does not pay: flat fields fall to 92.1%, as their pixel

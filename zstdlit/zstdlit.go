@@ -79,8 +79,8 @@ type Options struct {
 	MinMatch int
 	// ElemSize is the size in bytes of the array's elements, 0 where
 	// they are not known (then the parse takes every position): the fast
-	// rung parses arrays on even positions (Grid), and 8-bit ones there
-	// with 8-byte matches (ShortestMatch).
+	// rung parses arrays on every other position (Grid, from GridPhase),
+	// and 8-bit ones there with 8-byte matches (ShortestMatch).
 	ElemSize int
 }
 
