@@ -67,10 +67,12 @@ func sameAsReference(t *testing.T, name string, chunks, frames [][]byte, opt zst
 func TestLitKernelsWriteTheReferenceBytesForTheCorpus(t *testing.T) {
 	d := openDevice(t)
 	// Level 1's minimum match (6), 7 and the longest allowed, on every
-	// position, on the odd grid of 16-bit data and the even grid of 8-bit
-	// data; level 3's rung with its own minimum (5) and a longer one.
+	// position, on the odd grid of 16-bit data (the even one when
+	// big-endian) and the even grid of 8-bit data; level 3's rung with its
+	// own minimum (5) and a longer one.
 	for _, opt := range []zstdlit.Options{{}, {MinMatch: 7}, {MinMatch: 8}, {ElemSize: 2}, {ElemSize: 2, MinMatch: 7},
-		{ElemSize: 2, MinMatch: 8}, {ElemSize: 1}, {ElemSize: 1, MinMatch: 6}, {Level: 3}, {Level: 3, MinMatch: 6}} {
+		{ElemSize: 2, MinMatch: 8}, {ElemSize: 2, BigEndian: true}, {ElemSize: 1}, {ElemSize: 1, MinMatch: 6}, {Level: 3},
+		{Level: 3, MinMatch: 6}} {
 		for _, c := range corpus.Cases() {
 			t.Run(fmt.Sprintf("level_%d/min_match_%d/grid_%d_phase_%d/%s", max(opt.Level, 1), opt.ShortestMatch(), opt.Grid(),
 				opt.GridPhase(), c.Name), func(t *testing.T) {

@@ -115,13 +115,15 @@ func CanonicalZstdEncoder(name string) string {
 // one place both engines take them from: the CPU's zstdlit and the GPU's
 // kernels must write the same bytes. The manifest's level picks the
 // parse's rung; its 0, zstd's "default level", is 3, as it is for the
-// windowed encoder. The element size picks the rung's grid.
+// windowed encoder. The element size picks the rung's grid, and the byte
+// order where a pixel's high byte lies on it.
 func (p *Plan) SegmentedOptions() zstdlit.Options {
 	level := p.Manifest.Compression.Level
 	if level == 0 {
 		level = 3
 	}
-	return zstdlit.Options{Checksum: p.Options.ZstdChecksum, Level: level, ElemSize: p.Elem}
+	return zstdlit.Options{Checksum: p.Options.ZstdChecksum, Level: level, ElemSize: p.Elem,
+		BigEndian: p.Manifest.ByteOrder == "big"}
 }
 
 // WindowOptions are the windowed encoder's options for this plan: the

@@ -251,6 +251,26 @@ func TestTheManifestsLevelPicksTheSegmentedParsesRung(t *testing.T) {
 	}
 }
 
+func TestTheManifestsByteOrderPutsTheGridOnEachPixelsHighByte(t *testing.T) {
+	for _, tc := range []struct {
+		order string
+		phase int
+	}{
+		{``, 1},
+		{`,"byte_order":"little"`, 1},
+		{`,"byte_order":"big"`, 0},
+	} {
+		m := manifest(t, `{"version":1,"dtype":"uint16","dimensions":[{"name":"t","size":2},{"name":"x","size":8}]`+tc.order+`}`)
+		p, err := NewPlan(m, "acq.raw", 2*8*2, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := p.SegmentedOptions(); o.GridPhase() != tc.phase {
+			t.Errorf("byte order %q: options %+v put the grid at phase %d, want %d", tc.order, o, o.GridPhase(), tc.phase)
+		}
+	}
+}
+
 // On a host with cores to spare, the CPU engine's plan turns the queue
 // into rows of every level that the engine lends the writers: whole rows,
 // as many as fit, and never fewer, nor less of anything else, for more

@@ -37,6 +37,7 @@ func TestTheGridIsOnlyAtTheFastRungOnArraysAndOddOn16BitData(t *testing.T) {
 		{Options{ElemSize: 1}, 2, 0, 8},
 		{Options{ElemSize: 1, MinMatch: 7}, 2, 0, 7},
 		{Options{ElemSize: 2}, 2, 1, 6},
+		{Options{ElemSize: 2, BigEndian: true}, 2, 0, 6},
 		{Options{ElemSize: 4, Level: 2}, 2, 0, 6},
 		{Options{ElemSize: 2, Level: 3}, 1, 0, 5},
 		{Options{ElemSize: 1, Level: 3}, 1, 0, 5},

@@ -82,6 +82,9 @@ type Options struct {
 	// rung parses arrays on every other position (Grid, from GridPhase),
 	// and 8-bit ones there with 8-byte matches (ShortestMatch).
 	ElemSize int
+	// BigEndian says the elements' most significant byte comes first,
+	// which moves the grid's phase with it (GridPhase).
+	BigEndian bool
 }
 
 // Strong reports whether o takes the parse's strong rung.
@@ -123,8 +126,9 @@ func (o Options) Grid() int {
 }
 
 // GridPhase is the first position of the grid in every segment (and
-// block, and chunk, which all start on even positions): 1 on 16-bit
-// arrays, whose keys then start on a pixel's high byte, and 0 otherwise.
+// block, and chunk, which all start on even positions): on 16-bit arrays
+// that of a pixel's high byte (1 little-endian, 0 big-endian), so that
+// keys start there, and 0 otherwise.
 // A camera's 16-bit pixels repeat in runs of three whose low bytes carry
 // the information; a key on the odd grid holds the same three low bytes
 // as one on the even grid, and a match found there extends back over the
@@ -133,7 +137,7 @@ func (o Options) Grid() int {
 // 102.2 -> 102.8%, flat fields 100.4% either way. Wider elements were
 // not measured and keep the even grid.
 func (o Options) GridPhase() int {
-	if o.Grid() == 2 && o.ElemSize == 2 {
+	if o.Grid() == 2 && o.ElemSize == 2 && !o.BigEndian {
 		return 1
 	}
 	return 0
