@@ -268,9 +268,9 @@ func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
 			c += a
 			l = matchLen(src, c, i, b)
 		}
-		if uint32(l) < mm || expLong {
+		if uint32(l) < mm {
 			if s := p.seedAt(src, i, key); s != noSeed {
-				if ls := matchLen(src, s, i, b); uint32(ls) >= mm && (uint32(l) < mm || ls > l) {
+				if ls := matchLen(src, s, i, b); uint32(ls) >= mm {
 					c, l = s, ls
 				}
 			}
@@ -278,12 +278,6 @@ func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
 		if uint32(l) < mm {
 			i += g
 			continue
-		}
-		if expMMB > 0 && g > 1 {
-			if l+p.backLen(src, i, c, litStart, a) < expMMB {
-				i += g
-				continue
-			}
 		}
 		end := i + l
 		for j := i + g; j < end && j+kb <= b; j += g {
@@ -302,18 +296,6 @@ func (p *parser) parseSegment(src []byte, a, b int, carry uint32) uint32 {
 	}
 	p.lits = append(p.lits, src[litStart:b]...)
 	return carry + uint32(b-litStart)
-}
-
-func (p *parser) backLen(src []byte, i, c, lit, a int) int {
-	floor := p.blockOff
-	if c >= a {
-		floor = a
-	}
-	n := 0
-	for i > lit && c > floor && src[i-1] == src[c-1] {
-		i, c, n = i-1, c-1, n+1
-	}
-	return n
 }
 
 // extendBack moves the start of a match of l bytes at i, from candidate
