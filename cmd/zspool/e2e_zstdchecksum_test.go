@@ -20,12 +20,12 @@ import (
 func checkChecksummedChunks(t *testing.T, dest, dataset, encoder string) int {
 	t.Helper()
 	n := 0
-	forEachStoredChunk(t, dest, dataset, func(where string, elem int, stored, chunk []byte) {
+	forEachStoredChunk(t, dest, dataset, func(where string, arr arrayOf, stored, chunk []byte) {
 		if len(stored) < 9 || stored[4]&0x04 == 0 {
 			t.Fatalf("%s: the frame has no Content_Checksum_flag", where)
 		}
 		// The reader's klauspost decoder checked the checksum already.
-		want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true, ElemSize: elem})
+		want := zstdlit.Encode(nil, chunk, zstdlit.Options{Checksum: true, ElemSize: arr.elem, BigEndian: arr.big})
 		if !bytes.Equal(stored[len(stored)-4:], want[len(want)-4:]) {
 			t.Fatalf("%s: the frame ends with % x, not its content's XXH64 % x", where, stored[len(stored)-4:], want[len(want)-4:])
 		}

@@ -96,8 +96,8 @@ type blockCounts struct{ raw, rle, oneStream, fourStreams int }
 // segmented encoder, not merely decodable), and counts the block types.
 func checkLitChunks(t *testing.T, dest, dataset string, opt zstdlit.Options, counts *blockCounts) {
 	t.Helper()
-	forEachStoredChunk(t, dest, dataset, func(where string, elem int, stored, chunk []byte) {
-		opt.ElemSize = elem // the array's, as the engines take it
+	forEachStoredChunk(t, dest, dataset, func(where string, arr arrayOf, stored, chunk []byte) {
+		opt.ElemSize, opt.BigEndian = arr.elem, arr.big // the array's, as the engines take them
 		if want := zstdlit.Encode(nil, chunk, opt); !bytes.Equal(stored, want) {
 			t.Fatalf("%s: %d stored bytes are not zstdlit's %d", where, len(stored), len(want))
 		}
@@ -107,7 +107,14 @@ func checkLitChunks(t *testing.T, dest, dataset string, opt zstdlit.Options, cou
 
 // forEachStoredChunk calls f with every present chunk of a local dataset's
 // level 0: where it is (for messages), its stored bytes and their decoding.
-func forEachStoredChunk(t *testing.T, dest, dataset string, f func(where string, elem int, stored, chunk []byte)) {
+// arrayOf is what the engines take from a stored chunk's array for its
+// encoder: the element size and the byte order.
+type arrayOf struct {
+	elem int
+	big  bool
+}
+
+func forEachStoredChunk(t *testing.T, dest, dataset string, f func(where string, arr arrayOf, stored, chunk []byte)) {
 	t.Helper()
 	ctx := context.Background()
 	store := localfs.New(dest)
@@ -136,7 +143,7 @@ func forEachStoredChunk(t *testing.T, dest, dataset string, f func(where string,
 			if err != nil {
 				return fmt.Errorf("shard %v slot %d: %w", sh, s, err)
 			}
-			f(fmt.Sprintf("%s shard %v slot %d", dataset, sh, s), a.Elem, stored, chunk)
+			f(fmt.Sprintf("%s shard %v slot %d", dataset, sh, s), arrayOf{a.Elem, a.Endian == "big"}, stored, chunk)
 		}
 		return nil
 	})
@@ -272,8 +279,8 @@ func TestWindowOutputAtEveryLevelVerifiesAndReadsBackInZarrita(t *testing.T) {
 				if err != nil || !strings.Contains(out, "equals the raw file") {
 					t.Fatalf("verify: %v\n%s%s", err, out, stderr)
 				}
-				forEachStoredChunk(t, dest, ds, func(where string, elem int, stored, chunk []byte) {
-					if want := zstdlit.EncodeWindow(nil, chunk, zstdlit.WindowOptionsFor(level, elem)); !bytes.Equal(stored, want) {
+				forEachStoredChunk(t, dest, ds, func(where string, arr arrayOf, stored, chunk []byte) {
+					if want := zstdlit.EncodeWindow(nil, chunk, zstdlit.WindowOptionsFor(level, arr.elem)); !bytes.Equal(stored, want) {
 						t.Fatalf("%s: %d stored bytes are not the windowed encoder's %d", where, len(stored), len(want))
 					}
 					countBlocks(stored[zstdlit.FrameHeaderSize(len(chunk)):], &counts)
