@@ -176,8 +176,8 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // at level 1, 0.7-1.4% at level 3; H100, 2026-11-26).
 //
 // zl_seed2 is zl_seed on the grid (zstdlit's Options.Grid 2, the fast
-// rung on an array of known element size): a thread a grid position (odd
-// ones on 16-bit data, the phase its argument), half the threads, and
+// rung on an array of known element size): a thread a grid position (on
+// 16-bit data the pixels' high bytes', the phase its argument), half the threads, and
 // the seeds written a grid position each (seed_index). It
 // issues in 58% of the cycles, not 83%: three 64 KiB tables an SM leave
 // it 24 warps, and they wait at the walk's barriers. Its seeds also say
@@ -205,6 +205,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	constexpr uint32_t kTagMask = (1u << zl::kSeedTagBits) - 1;
 	const unsigned t = threadIdx.x;
 	// the thread's position in each segment: on the grid, from its phase
+	// (off it a constant 0, so that zl_seed and zl_seed3 fold it away)
 	const uint32_t q = grid * t + (grid > 1 ? phase : 0);
 	const uint32_t hm = zl::key_hi(key);
 	if (Back && t < 2)

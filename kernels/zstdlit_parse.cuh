@@ -340,7 +340,7 @@ struct SegmentSeqs {
 // batch's seeds are loaded from global memory together.
 //
 // On the grid (G 2) the batch is kGridBatch grid positions, from the
-// grid's phase (SegView::phase: odd ones on 16-bit data), and a match
+// grid's phase (SegView::phase: on 16-bit data the pixels' high bytes), and a match
 // is extended backwards as zstdlit's extendBack does: over the segment's
 // own bytes for a candidate in the segment, over the block's (global
 // memory) for a seed.

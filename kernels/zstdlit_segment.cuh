@@ -37,8 +37,8 @@ template <int HB> struct Packed3Table {
 // GridTable is the grid's: an entry is the position's grid index
 // (position / 2) in a byte, 0xFF for none, which is never an eligible
 // position's (510 and 511 have no whole key before the segment's end);
-// a look-up adds the grid's phase back (zstdlit's GridPhase: the odd
-// positions on 16-bit data). A look-up
+// a look-up adds the grid's phase back (zstdlit's GridPhase: on 16-bit
+// data the pixels' high bytes). A look-up
 // is a load and a shift, an entry a byte store, and the 2^6 entries take
 // 16 words a lane: with the segment's bytes, 18 KiB a warp, so that
 // twelve warps fit an SM where ten did.

@@ -51,8 +51,9 @@ package zstdlit
 //     2; on 8-bit data with 8-byte matches, ShortestMatch), only every
 //     other position is eligible: looked up, and entered in every table.
 //     The grid starts at Options.GridPhase in every segment (segments
-//     and blocks start on even positions of the chunk): on the odd
-//     positions for 16-bit data, on the even ones otherwise. A match
+//     and blocks start on even positions of the chunk): on 16-bit data
+//     the positions of the pixels' high bytes (odd little-endian, even
+//     big-endian), on the even ones otherwise. A match
 //     found at i is then extended backwards, byte by byte, while the
 //     bytes before it and before its candidate agree, down to the
 //     segment's literals' start at most and to its candidate's own
