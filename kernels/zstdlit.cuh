@@ -177,7 +177,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 //
 // zl_seed2 is zl_seed on the grid (zstdlit's Options.Grid 2, the fast
 // rung on an array of known element size): a thread a grid position (on
-// 16-bit data the pixels' high bytes', the phase its argument), half the threads, and
+// 16-bit data the pixels' high bytes; the phase is its argument), half the threads, and
 // the seeds written a grid position each (seed_index). It
 // issues in 58% of the cycles, not 83%: three 64 KiB tables an SM leave
 // it 24 warps, and they wait at the walk's barriers. Its seeds also say

@@ -22,13 +22,13 @@ constexpr uint32_t kRound = kPiece * kThreads; // literals per round
 constexpr int kRounds = 8;                      // 8 × 4096 = 32768
 
 // load_piece is the 16 bytes at p, of which avail are the stream's
-// (those past it read as 0). mis is p's distance past a 16-byte
-// boundary, the same for every piece of a stream: a piece that has 32
-// bytes of the stream from p is taken from the two aligned 16-byte loads
-// around it, where a byte load each, as until 2026-11-28 in three
-// streams of four (a stream starts a quarter of the block's literals
-// in), took a quarter of zl_encode's stall samples on flat fields
-// (Nsight Compute, H200).
+// (those past it read as 0); mis is p's distance past a 16-byte
+// boundary, the same for every piece of a stream. Three streams of four
+// start off a boundary (a stream starts a quarter of the block's literals
+// in), and gathering their pieces a byte at a time took a quarter of
+// zl_encode's stall samples on flat fields (Nsight Compute, H200), so a
+// piece with 32 of its stream's bytes from p is shifted out of the two
+// aligned 16-byte loads around it instead.
 __device__ __forceinline__ uint4 load_piece(const uint8_t *p, uint32_t avail, uint32_t mis)
 {
 	if (mis == 0 && avail >= 16)
