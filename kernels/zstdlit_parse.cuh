@@ -127,6 +127,12 @@ constexpr uint32_t kSeedBackShift = 28;
 constexpr uint32_t kSeedBack = 4;
 static_assert(kSeedBack < 8 && (kSeedBack << kSeedBackShift) < (1u << 31),
               "a seed's back count must fit below bit 31, which marks an earlier block's seed");
+// seed_known is the measured length a fast-rung seed of grid G carries
+// (on the grid its back count lies above it).
+template <uint32_t G> __device__ __forceinline__ uint32_t seed_known(uint32_t sd)
+{
+	return G > 1 ? sd >> kSeedLenShift & kSeedLenMask : sd >> kSeedLenShift;
+}
 // At the strong rung a seed word may hold instead the position's
 // candidate in its own segment (zl_own3, own_segment), laid out as the
 // fast rung's measured seeds are: its block-relative position below
@@ -422,8 +428,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 #pragma unroll
 		for (uint32_t k = 0; k < B; k++) {
 			const bool own = (c[k] != kNoPos) & (w[k] == x[k]) & (((v[k] ^ y[k]) & mmask) == 0);
-			const uint32_t known = G > 1 ? sc[k] >> kSeedLenShift & kSeedLenMask : sc[k] >> kSeedLenShift;
-			const bool seeded = (sc[k] != kNoSeed) & (!Strict | (known >= sneed));
+			const bool seeded = (sc[k] != kNoSeed) & (!Strict | (seed_known<G>(sc[k]) >= sneed));
 			look |= (uint32_t)((k < cnt) & (own | seeded)) << k;
 		}
 		uint32_t at = 0, l = 0, off = 0;
@@ -458,8 +463,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				// (the fast rung has no chunk table, whose seeds do
 				// not).
 				const uint32_t c = sd & kSeedPosMask;
-				// (only the grid's seeds carry more above the length)
-				const uint32_t known = G > 1 ? sd >> kSeedLenShift & kSeedLenMask : sd >> kSeedLenShift;
+				const uint32_t known = seed_known<G>(sd);
 				const uint32_t ls =
 				    known < kSeedMeasured || known == n - p ? known : seed_match_len(V, blk, c, p, n, known);
 				if (ls >= mm) {
