@@ -552,17 +552,17 @@ __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);
+	// The lane's view (its grid phase off the grid is 0), slot, side slot
+	// and seeds, the same for every rung's parse.
+	const SegView<HB> V{S, lane, G > 1 ? phase : 0};
+	uint32_t *sl = seqBuf + g * kSlotStride, *sd = side + g * kSlotStride;
+	const uint32_t *sp = seed + seed_index<G>(chunk, chunk_bytes, off + a);
 	if constexpr (HB == kStrongHashBits)
-		segMeta[g] = parse_segment_own(SegView<HB>{S, lane, 0}, len, seqBuf + g * kSlotStride, side + g * kSlotStride,
-		                                   min_match, blk, a, seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
+		segMeta[g] = parse_segment_own(V, len, sl, sd, min_match, blk, a, sp, key);
 	else if (min_match > key)
-		segMeta[g] = parse_segment<HB, G, true>(SegView<HB>{S, lane, G > 1 ? phase : 0}, len, seqBuf + g * kSlotStride,
-		                                        side + g * kSlotStride, min_match, blk, a,
-		                                        seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
+		segMeta[g] = parse_segment<HB, G, true>(V, len, sl, sd, min_match, blk, a, sp, key);
 	else
-		segMeta[g] = parse_segment<HB, G, false>(SegView<HB>{S, lane, G > 1 ? phase : 0}, len, seqBuf + g * kSlotStride,
-		                                         side + g * kSlotStride, min_match, blk, a,
-		                                         seed + seed_index<G>(chunk, chunk_bytes, off + a), key);
+		segMeta[g] = parse_segment<HB, G, false>(V, len, sl, sd, min_match, blk, a, sp, key);
 }
 
 #endif
