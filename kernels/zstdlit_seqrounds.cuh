@@ -151,27 +151,26 @@ __device__ void seq_close(const SeqShared &S, SeqBlock &B, Block *__restrict__ o
 	out->seq_len = fits ? w.len : 1;
 }
 
-// kSeqCoopAbove is the sequences a segment, on average over a CTA's
-// blocks, from which its warps code their blocks together (seq_rounds).
-// Side by side on an H100 against each block's warp running its own
-// chains, coded together zl_seq took 7 to 10% less time on blocks of 76
-// to 84 a segment (dim frames at both levels; bright cells, flat fields
-// and 8-bit frames at level 3), and 5 to 12% more on sparser ones when
-// they were coded together too (saturated 8-bit frames at level 3, 56;
-// bright cells at level 1, 32; 8-bit frames at level 1, 8): there the
-// other warps' wait at the barrier while warp 0 runs the chains costs
-// more than the chains' instructions.
-constexpr uint32_t kSeqCoopAbove = 64;
-
-// seq_cta_dense reports whether the CTA's blocks from b0 on (kSeqWarps,
-// those below n_blocks) average kSeqCoopAbove sequences a segment or more,
-// from the parse's summary words. Every warp works it out for itself, so
+// seq_cta_dense reports whether the CTA's warps code their blocks from b0
+// on (kSeqWarps, those below n_blocks) together (seq_rounds): when at
+// least 7 of every 8 of their segments hold more than half a batch
+// (kSlotSeqs / 2). Such a segment is a batch of its own, so every block
+// takes about as many batches as it has segments, and the rounds, as
+// many as the CTA's fullest block takes, leave few warps idle. Coded
+// together, zl_seq took 7 to 10% less time where blocks averaged 76 to
+// 84 sequences a segment and 5 to 12% more at 8 to 56 (H100). The line
+// was an average of 64 until dim frames at level 1 came in at 59.8 (98%
+// of their segments over half a batch; the Go reference, 2 MiB chunks):
+// together, their zl_seq takes 9% less time (4.14 -> 3.77 ms a GiB,
+// H200), where saturated 8-bit frames at level 3, 56.4 on average but
+// 67% over half a batch, took 3% more (12% of their warps' rounds empty,
+// against 0.2% on dim frames). Every warp works it out for itself, so
 // that a CTA that codes its blocks apart never waits at a barrier.
 __device__ bool seq_cta_dense(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blocks,
                               const uint32_t *__restrict__ nonfill, const uint32_t *__restrict__ segMeta, uint64_t b0,
                               unsigned lane)
 {
-	uint32_t seqs = 0, segs = 0;
+	uint32_t full = 0, segs = 0;
 	for (uint32_t v = 0; v < kSeqWarps && b0 + v < n_blocks; v++) {
 		uint64_t chunk, off;
 		uint32_t n;
@@ -182,9 +181,9 @@ __device__ bool seq_cta_dense(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blo
 			continue;
 		const uint64_t g0 = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)((b0 + v) % bpc) * kSegsPerBlock;
 		for (uint32_t s = lane; s < nsegs; s += 32)
-			seqs += meta_nseq(__ldg(segMeta + g0 + s));
+			full += meta_nseq(__ldg(segMeta + g0 + s)) > kSlotSeqs / 2;
 	}
-	return __reduce_add_sync(0xffffffffu, seqs) >= kSeqCoopAbove * segs;
+	return 8 * __reduce_add_sync(0xffffffffu, full) >= 7 * segs;
 }
 
 // seq_chain runs stream x's state chain of V's batch from entry p, the
