@@ -151,21 +151,25 @@ __device__ void seq_close(const SeqShared &S, SeqBlock &B, Block *__restrict__ o
 	out->seq_len = fits ? w.len : 1;
 }
 
+// A segment is full when it holds more than half a batch: it is then a
+// batch of its own (seq_fill). A CTA's warps code their blocks together
+// when at least kSeqFullOf8 of every 8 of their segments are full.
+constexpr uint32_t kSeqFullAbove = kSlotSeqs / 2, kSeqFullOf8 = 7;
+
 // seq_cta_dense reports whether the CTA's warps code their blocks from b0
 // on (kSeqWarps, those below n_blocks) together (seq_rounds): when at
-// least 7 of every 8 of their segments hold more than half a batch
-// (kSlotSeqs / 2). Such a segment is a batch of its own, so every block
-// takes about as many batches as it has segments, and the rounds, as
-// many as the CTA's fullest block takes, leave few warps idle. Coded
+// least kSeqFullOf8 of every 8 of their segments are full. Then every
+// block takes about as many batches as it has segments, and the rounds,
+// as many as the CTA's fullest block takes, leave few warps idle. Coded
 // together, zl_seq took 7 to 10% less time where blocks averaged 76 to
 // 84 sequences a segment and 5 to 12% more at 8 to 56 (H100). The line
 // was an average of 64 until dim frames at level 1 came in at 59.8 (98%
-// of their segments over half a batch; the Go reference, 2 MiB chunks):
-// together, their zl_seq takes 9% less time (4.14 -> 3.77 ms a GiB,
-// H200), where saturated 8-bit frames at level 3, 56.4 on average but
-// 67% over half a batch, took 3% more (12% of their warps' rounds empty,
-// against 0.2% on dim frames). Every warp works it out for itself, so
-// that a CTA that codes its blocks apart never waits at a barrier.
+// of their segments full; the Go reference, 2 MiB chunks): together,
+// their zl_seq takes 9% less time (4.14 -> 3.77 ms a GiB, H200), where
+// saturated 8-bit frames at level 3, 56.4 on average but 67% full, took
+// 3% more (12% of their warps' rounds empty, against 0.2% on dim
+// frames). Every warp works it out for itself, so that a CTA that codes
+// its blocks apart never waits at a barrier.
 __device__ bool seq_cta_dense(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blocks,
                               const uint32_t *__restrict__ nonfill, const uint32_t *__restrict__ segMeta, uint64_t b0,
                               unsigned lane)
@@ -181,9 +185,9 @@ __device__ bool seq_cta_dense(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blo
 			continue;
 		const uint64_t g0 = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)((b0 + v) % bpc) * kSegsPerBlock;
 		for (uint32_t s = lane; s < nsegs; s += 32)
-			full += meta_nseq(__ldg(segMeta + g0 + s)) > kSlotSeqs / 2;
+			full += meta_nseq(__ldg(segMeta + g0 + s)) > kSeqFullAbove;
 	}
-	return 8 * __reduce_add_sync(0xffffffffu, full) >= 7 * segs;
+	return 8 * __reduce_add_sync(0xffffffffu, full) >= kSeqFullOf8 * segs;
 }
 
 // seq_chain runs stream x's state chain of V's batch from entry p, the
