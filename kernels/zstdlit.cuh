@@ -214,7 +214,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		uint64_t chunk, off;
 		uint32_t n;
 		zl::block_geometry(chunk_bytes, (uint32_t)bpc, bi, chunk, off, n);
-		if ((nonfill != nullptr && nonfill[chunk] == 0) || n < zl::kMinHuff)
+		if (zl::block_skipped(nonfill, chunk, n))
 			continue;
 		for (uint32_t h = t; h < (1u << bits); h += kThreads)
 			tab[h] = 0;
@@ -377,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(zl::kOwnWarps * 32, 8)
 		uint64_t chunk, off;
 		uint32_t n;
 		zl::block_geometry(chunk_bytes, (uint32_t)bpc, s / zl::kSegsPerBlock, chunk, off, n);
-		if ((nonfill != nullptr && nonfill[chunk] == 0) || n < zl::kMinHuff)
+		if (zl::block_skipped(nonfill, chunk, n))
 			continue;
 		const uint32_t a = (uint32_t)(s % zl::kSegsPerBlock) * zl::kSeg;
 		if (a >= n)

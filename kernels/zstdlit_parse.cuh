@@ -528,6 +528,22 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 	n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
 }
 
+// block_skipped says whether the match stages (the seeds, the parse, the
+// sequences) pass over a block of n bytes of chunk chunk: its chunk is not
+// to be encoded (nonfill), or it is too short for Huffman literals, so
+// zl_plan stores it Raw or RLE.
+__device__ __forceinline__ bool block_skipped(const uint32_t *nonfill, uint64_t chunk, uint32_t n)
+{
+	return (nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff;
+}
+
+// block_first_seg is the slot of the first segment of block bi, of chunk
+// chunk: a chunk's blocks have kSegsPerBlock slots each, its last fewer.
+__device__ __forceinline__ uint64_t block_first_seg(uint64_t chunk_bytes, uint32_t bpc, uint64_t chunk, uint64_t bi)
+{
+	return chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock;
+}
+
 // parse_part parses part h (of kParseCTAs) of block bi: one segment per
 // lane.
 // seed is zl_seed's output; side takes the escaped Offset_Values.
@@ -541,14 +557,14 @@ __device__ void parse_part(const uint8_t *__restrict__ src, uint64_t chunk_bytes
 	uint64_t chunk, off;
 	uint32_t n;
 	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
-	if ((nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff)
+	if (block_skipped(nonfill, chunk, n))
 		return;
 	const unsigned lane = threadIdx.x;
 	const uint32_t t = h * kParseThreads + lane;
 	const uint32_t a = t * kSeg;
 	if (a >= n)
 		return;
-	const uint64_t g = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock + t;
+	const uint64_t g = block_first_seg(chunk_bytes, bpc, chunk, bi) + t;
 	const uint32_t len = n - a < kSeg ? n - a : kSeg;
 	const uint8_t *blk = src + chunk * chunk_bytes + off;
 	load_segment(blk + a, len, S, lane);

@@ -34,9 +34,9 @@ __device__ bool seq_setup(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	uint64_t chunk, off;
 	uint32_t n;
 	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
-	const bool skip = (nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff;
+	const bool skip = block_skipped(nonfill, chunk, n);
 	const uint32_t nsegs = (n + kSeg - 1) / kSeg;
-	const uint64_t g0 = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock;
+	const uint64_t g0 = block_first_seg(chunk_bytes, bpc, chunk, bi);
 	for (uint32_t s = lane; !skip && s < nsegs; s += 32)
 		S.meta[s] = segMeta[g0 + s];
 	__syncwarp();
@@ -181,9 +181,9 @@ __device__ bool seq_cta_dense(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blo
 		block_geometry(chunk_bytes, bpc, b0 + v, chunk, off, n);
 		const uint32_t nsegs = (n + kSeg - 1) / kSeg;
 		segs += nsegs;
-		if ((nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff)
+		if (block_skipped(nonfill, chunk, n))
 			continue;
-		const uint64_t g0 = chunk * segs_per_chunk(chunk_bytes) + (uint64_t)((b0 + v) % bpc) * kSegsPerBlock;
+		const uint64_t g0 = block_first_seg(chunk_bytes, bpc, chunk, b0 + v);
 		for (uint32_t s = lane; s < nsegs; s += 32)
 			full += meta_nseq(__ldg(segMeta + g0 + s)) > kSeqFullAbove;
 	}
