@@ -5,7 +5,8 @@
 # by build A and build B in turn, at each zstd level asked for, for several
 # rounds. Alternating the builds within a round keeps a machine's drift
 # (page cache, clocks, a neighbour) out of the comparison, which a run of A
-# followed later by a run of B would fold into it.
+# followed later by a run of B would fold into it; which build goes first
+# alternates from round to round too.
 #
 #   A=.dev/zspool B=.dev/zspool-old LEVELS="1 3" ROUNDS=3 bench/convert-ab.sh 16GiB
 #
@@ -53,8 +54,12 @@ done
 
 : >"$work/results"
 for r in $(seq 1 "$rounds"); do
+	# A goes first in odd rounds and B in even ones: a host that favours
+	# a round's first convert (or its second) then tilts neither build.
+	order=("${builds[@]}")
+	if [ $((r % 2)) -eq 0 ] && [ ${#builds[@]} -eq 2 ]; then order=(B A); fi
 	for level in $levels; do
-		for x in "${builds[@]}"; do
+		for x in "${order[@]}"; do
 			start=$(date +%s.%N)
 			line=$("$(bin "$x")" convert "$work/cam$level.json" --dest "$work/out" --engine "$engine" --quiet)
 			end=$(date +%s.%N)

@@ -99,6 +99,15 @@ func TestConvertABComparesTwoBuildsOnTheCPU(t *testing.T) {
 			if n := strings.Count(out, "cam: in 0.031 GiB"); n != 4 {
 				t.Errorf("%d convert summaries, want 4 (2 builds × 2 rounds):\n%s", n, out)
 			}
+			// A first in round 1, B first in round 2.
+			order := regexp.MustCompile(`(?m)^round (\d) level 1 build ([AB]):`).FindAllStringSubmatch(out, -1)
+			var got []string
+			for _, m := range order {
+				got = append(got, m[1]+m[2])
+			}
+			if strings.Join(got, " ") != "1A 1B 2B 2A" {
+				t.Errorf("converts in the order %v, want 1A 1B 2B 2A:\n%s", got, out)
+			}
 			if !strings.Contains(out, "camera data ("+tc.data+", "+tc.dtype+")") {
 				t.Errorf("the summary does not name the data as %s, %s:\n%s", tc.data, tc.dtype, out)
 			}
