@@ -60,10 +60,20 @@ constexpr uint32_t kGridBatch = 4;
 // 2 to 5% faster. At the fast rung four was slower (8-bit frames 38.4 ->
 // 38.1 GB/s).
 constexpr uint32_t kStrongBatch = 4;
-// batch_of is the parse's batch at the rung of HB on grid G.
-template <int HB, uint32_t G> __host__ __device__ constexpr uint32_t batch_of()
+// kGridStrictBatch is the grid's batch where the shortest match is longer
+// than the key (8-bit frames: 8 bytes against 6), where the Strict parse
+// turns most candidates down unlooked-at and a longer batch wastes few
+// look-ups. Against 4 (H200, one call, the same bytes): the parse 5.22 ->
+// 4.39 ms a GiB on 8-bit frames and 3.85 -> 3.42 on saturated ones, the
+// kernels 67.5 -> 71.3 and 83.4 -> 85.6 GB/s at level 1. The 16-bit sets
+// keep 4: at 8 their parse took 5.43 -> 6.94 (dim frames) and 4.68 ->
+// 5.37 (bright cells), at 2 5.08 and 6.28.
+constexpr uint32_t kGridStrictBatch = 8;
+// batch_of is the parse's batch at the rung of HB on grid G (Strict: the
+// shortest match longer than the key, parse_segment's).
+template <int HB, uint32_t G, bool Strict = false> __host__ __device__ constexpr uint32_t batch_of()
 {
-	return G == 2 ? kGridBatch : HB == kStrongHashBits ? kStrongBatch : kBatch;
+	return G == 2 ? (Strict ? kGridStrictBatch : kGridBatch) : HB == kStrongHashBits ? kStrongBatch : kBatch;
 }
 
 // A packed sequence: the literal length within its segment (10 bits), the
@@ -221,16 +231,16 @@ __device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const u
 }
 
 // batch_keys sets x[k] and y[k] to the words at the k-th grid position
-// from i and 4 bytes on, k < batch_of<HB, G>().
-template <int HB, uint32_t G>
-__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[batch_of<HB, G>()],
-                                           uint32_t y[batch_of<HB, G>()])
+// from i and 4 bytes on, k < batch_of<HB, G, Strict>().
+template <int HB, uint32_t G, bool Strict = false>
+__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[batch_of<HB, G, Strict>()],
+                                           uint32_t y[batch_of<HB, G, Strict>()])
 {
 	if constexpr (G == 1) {
-		V.template window<batch_of<HB, G>()>(i, x);
-		V.template window<batch_of<HB, G>()>(i + 4, y);
+		V.template window<batch_of<HB, G, Strict>()>(i, x);
+		V.template window<batch_of<HB, G, Strict>()>(i + 4, y);
 	} else {
-		V.template window2<batch_of<HB, G>()>(i, x, y);
+		V.template window2<batch_of<HB, G, Strict>()>(i, x, y);
 	}
 }
 
@@ -254,12 +264,12 @@ __device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from
 // load_seeds loads the seeds of the batch's grid positions from i of a
 // segment of n bytes (seed holds the segment's, one a grid position),
 // kNoSeed for those without a whole key before its end.
-template <int HB, uint32_t G>
+template <int HB, uint32_t G, bool Strict = false>
 __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, uint32_t i, uint32_t n, uint32_t key,
-                                           uint32_t sc[batch_of<HB, G>()])
+                                           uint32_t sc[batch_of<HB, G, Strict>()])
 {
 #pragma unroll
-	for (uint32_t k = 0; k < batch_of<HB, G>(); k++)
+	for (uint32_t k = 0; k < batch_of<HB, G, Strict>(); k++)
 		sc[k] = i + G * k + key <= n ? __ldg(seed + i / G + k) : kNoSeed;
 }
 
@@ -292,7 +302,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
                                          uint32_t a, const uint32_t *__restrict__ seed, uint32_t key)
 {
 	static_assert(HB != kStrongHashBits, "parse_segment: the strong rung parses with parse_segment_own");
-	constexpr uint32_t B = batch_of<HB, G>();
+	constexpr uint32_t B = batch_of<HB, G, Strict>();
 	V.S.tab.clear(V.lane); // every entry kNoPos
 	const uint32_t mm = min_match > key ? min_match : key, hm = key_hi(key);
 	// Strict (mm longer than the key, as on 8-bit frames: 8 against 6):
@@ -328,13 +338,13 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	// bright cells 0.7 and 1.0% faster, flat fields and 8-bit frames 0.4
 	// and 0.5% slower.
 	uint32_t sc[B];
-	load_seeds<HB, G>(seed, i, n, key, sc);
+	load_seeds<HB, G, Strict>(seed, i, n, key, sc);
 	while (i + key <= n) {
 		// the batch's eligible positions: i + G*k + key <= n
 		const uint32_t elig = (n - key - i) / G + 1;
 		const uint32_t cnt = elig < B ? elig : B;
 		uint32_t x[B], y[B], h[B], c[B];
-		batch_keys<HB, G>(V, i, x, y);
+		batch_keys<HB, G, Strict>(V, i, x, y);
 #pragma unroll
 		for (uint32_t k = 0; k < B; k++) {
 			h[k] = seed_hash(x[k], y[k] & hm, HB);
@@ -427,14 +437,14 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				V.set(h[k], i + G * k);
 		if (l == 0) {
 			i += G * cnt;
-			load_seeds<HB, G>(seed, i, n, key, sc);
+			load_seeds<HB, G, Strict>(seed, i, n, key, sc);
 			continue;
 		}
 		const uint32_t p = i + G * at, end = p + l;
 		// The next batch's seeds go out now, its start known, so that
 		// the work on this match hides their loads.
 		const uint32_t inext = V.phase + (end - V.phase + G - 1) / G * G;
-		load_seeds<HB, G>(seed, inext, n, key, sc);
+		load_seeds<HB, G, Strict>(seed, inext, n, key, sc);
 		// Insert the rest of the match, as the reference does.
 		const uint32_t last = n - (key - 1); // positions below it have a whole key
 		insert_range<HB, G>(V, i + G * cnt, end < last ? end : last, hm);
