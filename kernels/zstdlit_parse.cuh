@@ -46,7 +46,8 @@ static_assert(kSeg - kMinMatch < kNoPos, "a segment's positions must fit 9 bits 
 constexpr uint32_t kParseThreads = 32;                        // segments per zl_parse CTA (a warp)
 constexpr uint32_t kParseCTAs = kSegsPerBlock / kParseThreads; // zl_parse CTAs per block
 constexpr uint32_t kBatch = 8;                                // positions a lane looks up at once (fast rung)
-// kGridBatch is the batch on the grid, where a batch of 8 spans 16
+// kGridBatch is the batch on the grid where the key decides (16-bit
+// data; kGridStrictBatch is the 8-bit sets'). A batch of 8 spans 16
 // bytes: on dim frames, whose matches come every few bytes, a match early
 // in it wastes the rest of its look-ups. Against 8 (H100, two rounds,
 // level 1): dim frames 41.4 -> 44.4 GB/s, bright cells 47.3 -> 47.9,
