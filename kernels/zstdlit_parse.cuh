@@ -232,16 +232,15 @@ __device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const u
 }
 
 // batch_keys sets x[k] and y[k] to the words at the k-th grid position
-// from i and 4 bytes on, k < batch_of<HB, G, Strict>().
-template <int HB, uint32_t G, bool Strict = false>
-__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[batch_of<HB, G, Strict>()],
-                                           uint32_t y[batch_of<HB, G, Strict>()])
+// from i and 4 bytes on, k < B (the caller's batch, batch_of).
+template <int HB, uint32_t G, uint32_t B>
+__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[B], uint32_t y[B])
 {
 	if constexpr (G == 1) {
-		V.template window<batch_of<HB, G, Strict>()>(i, x);
-		V.template window<batch_of<HB, G, Strict>()>(i + 4, y);
+		V.template window<B>(i, x);
+		V.template window<B>(i + 4, y);
 	} else {
-		V.template window2<batch_of<HB, G, Strict>()>(i, x, y);
+		V.template window2<B>(i, x, y);
 	}
 }
 
@@ -254,7 +253,7 @@ __device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from
 	constexpr uint32_t B = batch_of<HB, G>();
 	for (uint32_t j = from; j < to; j += G * B) {
 		uint32_t x[B], y[B];
-		batch_keys<HB, G>(V, j, x, y);
+		batch_keys<HB, G, B>(V, j, x, y);
 #pragma unroll
 		for (uint32_t k = 0; k < B; k++)
 			if (j + G * k < to)
@@ -262,15 +261,15 @@ __device__ __forceinline__ void insert_range(const SegView<HB> &V, uint32_t from
 	}
 }
 
-// load_seeds loads the seeds of the batch's grid positions from i of a
+// load_seeds loads the seeds of the batch's B grid positions from i of a
 // segment of n bytes (seed holds the segment's, one a grid position),
 // kNoSeed for those without a whole key before its end.
-template <int HB, uint32_t G, bool Strict = false>
+template <uint32_t G, uint32_t B>
 __device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, uint32_t i, uint32_t n, uint32_t key,
-                                           uint32_t sc[batch_of<HB, G, Strict>()])
+                                           uint32_t sc[B])
 {
 #pragma unroll
-	for (uint32_t k = 0; k < batch_of<HB, G, Strict>(); k++)
+	for (uint32_t k = 0; k < B; k++)
 		sc[k] = i + G * k + key <= n ? __ldg(seed + i / G + k) : kNoSeed;
 }
 
@@ -339,13 +338,13 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	// bright cells 0.7 and 1.0% faster, flat fields and 8-bit frames 0.4
 	// and 0.5% slower.
 	uint32_t sc[B];
-	load_seeds<HB, G, Strict>(seed, i, n, key, sc);
+	load_seeds<G, B>(seed, i, n, key, sc);
 	while (i + key <= n) {
 		// the batch's eligible positions: i + G*k + key <= n
 		const uint32_t elig = (n - key - i) / G + 1;
 		const uint32_t cnt = elig < B ? elig : B;
 		uint32_t x[B], y[B], h[B], c[B];
-		batch_keys<HB, G, Strict>(V, i, x, y);
+		batch_keys<HB, G, B>(V, i, x, y);
 #pragma unroll
 		for (uint32_t k = 0; k < B; k++) {
 			h[k] = seed_hash(x[k], y[k] & hm, HB);
@@ -438,14 +437,14 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 				V.set(h[k], i + G * k);
 		if (l == 0) {
 			i += G * cnt;
-			load_seeds<HB, G, Strict>(seed, i, n, key, sc);
+			load_seeds<G, B>(seed, i, n, key, sc);
 			continue;
 		}
 		const uint32_t p = i + G * at, end = p + l;
 		// The next batch's seeds go out now, its start known, so that
 		// the work on this match hides their loads.
 		const uint32_t inext = V.phase + (end - V.phase + G - 1) / G * G;
-		load_seeds<HB, G, Strict>(seed, inext, n, key, sc);
+		load_seeds<G, B>(seed, inext, n, key, sc);
 		// Insert the rest of the match, as the reference does.
 		const uint32_t last = n - (key - 1); // positions below it have a whole key
 		insert_range<HB, G>(V, i + G * cnt, end < last ? end : last, hm);
@@ -483,7 +482,7 @@ __device__ uint32_t parse_segment_own(const SegView<kStrongHashBits> &V, uint32_
 	SegmentSeqs out;
 	uint32_t i = 0;
 	uint32_t sc[B];
-	load_seeds<kStrongHashBits, 1>(seed, 0, n, key, sc);
+	load_seeds<1, B>(seed, 0, n, key, sc);
 	while (i + key <= n) {
 		const uint32_t elig = n - key - i + 1;
 		const uint32_t cnt = elig < B ? elig : B;
@@ -518,11 +517,11 @@ __device__ uint32_t parse_segment_own(const SegView<kStrongHashBits> &V, uint32_
 		}
 		if (l == 0) {
 			i += cnt;
-			load_seeds<kStrongHashBits, 1>(seed, i, n, key, sc);
+			load_seeds<1, B>(seed, i, n, key, sc);
 			continue;
 		}
 		const uint32_t p = i + at, end = p + l;
-		load_seeds<kStrongHashBits, 1>(seed, end, n, key, sc);
+		load_seeds<1, B>(seed, end, n, key, sc);
 		out.emit(slot, side, p, end, off);
 		i = end;
 	}
