@@ -199,6 +199,18 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	// the segment's words follow.
 	constexpr bool Back = Measure && grid > 1;
 	constexpr uint32_t kPad = Back ? 1 : 0;
+	// kEarly (zl_seed alone): a segment's words are loaded three segments
+	// ahead, not two, and go into their buffer at the top of the step
+	// before, not after its look-ups (in zl_seed2, Nsight Compute found
+	// that store waiting on loads before the barrier in 9% of the stall
+	// samples). Side by side (H200, one round, the same bytes), zl_seed's
+	// seeds took 6.21 -> 5.66 ms a GiB on dim frames, 5.41 -> 5.08 on
+	// bright cells, 4.24 -> 3.94 on flat fields, 6.00 -> 5.52 on 8-bit
+	// frames and 4.63 -> 4.30 on saturated ones. The same walk made
+	// zl_seed2 slower (dim frames 4.23 -> 4.27, bright cells 3.73 -> 4.01)
+	// and zl_seed3 too (20.40 -> 20.89 on dim frames), which keep theirs;
+	// why was not read.
+	constexpr bool kEarly = grid == 1 && Measure;
 	__shared__ uint32_t seg[2][kWords + kPad];
 	static_assert(zl::kSeedThreads == zl::kSeg, "zl_seed: a thread a position of the segment");
 	static_assert(kWords <= kThreads, "zl_seed: a thread loads one word of a segment");
@@ -238,6 +250,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		if (t < kWords)
 			seg[0][t + kPad] = word(0);
 		uint32_t next = word(zl::kSeg); // the following segment's word
+		uint32_t next2 = kEarly ? word(2 * zl::kSeg) : 0; // with kEarly, the one after it
 		zl::PendingSeed<Measure, Back> pend; // thread t's position of the segment before
 		pend.none();
 		__syncthreads();
@@ -251,10 +264,19 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		// CTAs of 512 threads an SM leave it 42 registers, spilled.
 #pragma unroll(grid > 1 || !Measure ? 2 : 1)
 		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
-			const uint32_t ahead = word(a + 2 * zl::kSeg); // in flight over this segment
+			// in flight over this segment (with kEarly, two)
+			const uint32_t ahead = word(a + (kEarly ? 3 : 2) * zl::kSeg);
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
 			const uint32_t *sw = seg[buf] + kPad;
 			pend.finish(out, hm);
+			if constexpr (kEarly) {
+				// The next segment's buffer was last read before the
+				// barrier that ended the segment before.
+				if (t < kWords)
+					seg[buf ^ 1][t + kPad] = next;
+				next = next2;
+				next2 = ahead;
+			}
 			const uint32_t r = (q & 3) * 8;
 			const uint32_t w0 = sw[q >> 2], w1 = sw[(q >> 2) + 1], w2 = sw[(q >> 2) + 2];
 			const uint32_t lo = __funnelshift_r(w0, w1, r), hi8 = __funnelshift_r(w1, w2, r), hi = hi8 & hm;
@@ -273,9 +295,11 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			__syncthreads();
 			if (eligible)
 				atomicMax(&tab[h], (a + q + 1) << zl::kSeedTagBits | tag);
-			if (t < kWords)
-				seg[buf ^ 1][t + kPad] = next;
-			next = ahead;
+			if constexpr (!kEarly) {
+				if (t < kWords)
+					seg[buf ^ 1][t + kPad] = next;
+				next = ahead;
+			}
 			__syncthreads();
 		}
 		pend.finish(out, hm);
