@@ -163,9 +163,10 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // The walk is two barriers a segment (between the segment's look-ups and
 // its insertions, and after the insertions), and the warps wait at them
 // more than they work, so nothing between two barriers waits on global
-// memory: a segment's bytes reach shared memory from registers loaded two
-// segments ahead, and a candidate's key bytes, loaded in one segment's
-// step, are compared in the next (PendingSeed).
+// memory: a segment's bytes reach shared memory three segments ahead (by
+// cp.async, or in zl_seed from registers; seed_blocks says why), and a
+// candidate's key bytes, loaded in one segment's step, are compared in
+// the next (PendingSeed).
 //
 // zl_seed is the fast rung's, whose seeds carry their measured lengths;
 // zl_seed3 the strong rung's, whose do not (kSeedMeasured says why). The
@@ -184,6 +185,17 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 // how many bytes before them agree with those before their position
 // (kSeedBack), for the parse's backward extension.
 namespace zl {
+// cp_async4 copies the got bytes (0 to 4) at src to dst in shared memory,
+// zeros after them, asynchronously (cp.async); cp_commit closes a group of
+// copies, and cp_wait<N> waits until at most N groups are in flight.
+__device__ __forceinline__ void cp_async4(uint32_t *dst, const void *src, uint32_t got)
+{
+	const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(got) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
 template <bool Measure, uint32_t key, uint32_t bits, uint32_t grid>
 __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
                                             const uint32_t *nonfill, uint32_t *seed, uint32_t phase)
@@ -199,19 +211,32 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	// the segment's words follow.
 	constexpr bool Back = Measure && grid > 1;
 	constexpr uint32_t kPad = Back ? 1 : 0;
-	// kEarly (zl_seed alone): a segment's words are loaded three segments
-	// ahead, not two, and go into their buffer at the top of the step
-	// before, not after its look-ups (in zl_seed2, Nsight Compute found
-	// that store waiting on loads before the barrier in 9% of the stall
-	// samples). Side by side (H200, one round, the same bytes), zl_seed's
-	// seeds took 6.21 -> 5.66 ms a GiB on dim frames, 5.41 -> 5.08 on
-	// bright cells, 4.24 -> 3.94 on flat fields, 6.00 -> 5.52 on 8-bit
-	// frames and 4.63 -> 4.30 on saturated ones. The same walk made
-	// zl_seed2 slower (dim frames 4.23 -> 4.27, bright cells 3.73 -> 4.01)
-	// and zl_seed3 too (20.40 -> 20.89 on dim frames), which keep theirs;
-	// why was not read.
+	// How a segment's words reach shared memory ahead of its step, one
+	// word a thread. zl_seed2 and zl_seed3 (kAsync) copy them by cp.async,
+	// three segments ahead, through four buffers: the copies hold no
+	// registers, and the step waits on no load of its own before the
+	// barrier that ends it. Loaded into registers two segments ahead and
+	// stored after the look-ups, that store waited on loads before the
+	// barrier in 9% of zl_seed2's stall samples (Nsight Compute, dim
+	// frames). Side by side with that (H200, the same bytes), the seeds at
+	// level 1 took 4.23 -> 4.11 ms a GiB on dim frames, 3.73 -> 3.54 on
+	// bright cells, 3.04 -> 2.68 on flat fields, 3.99 -> 3.79 on 8-bit
+	// frames and 3.15 -> 2.90 on saturated ones (and as much in a second
+	// call), at level 3 20.71 -> 18.92, 22.55 -> 20.91, 21.87 -> 20.29,
+	// 22.01 -> 20.37 and 22.50 -> 20.86; the kernels 0.7 to 3.1% faster
+	// at level 1, 3.6 to 4.5% at level 3.
+	//
+	// zl_seed (kEarly), whose 40 registers were measured with this walk
+	// and not with cp.async, loads them into registers three segments
+	// ahead and stores them at the top of the step before: its seeds took
+	// 6.21 -> 5.66 ms a GiB on dim frames, 5.41 -> 5.08 on bright cells,
+	// 4.24 -> 3.94 on flat fields, 6.00 -> 5.52 on 8-bit frames and 4.63
+	// -> 4.30 on saturated ones against two ahead, stored after the
+	// look-ups; the same walk made zl_seed2's and zl_seed3's slower.
 	constexpr bool kEarly = grid == 1 && Measure;
-	__shared__ uint32_t seg[2][kWords + kPad];
+	constexpr bool kAsync = !kEarly;
+	constexpr uint32_t kBufs = kAsync ? 4 : 2;
+	__shared__ uint32_t seg[kBufs][kWords + kPad];
 	static_assert(zl::kSeedThreads == zl::kSeg, "zl_seed: a thread a position of the segment");
 	static_assert(kWords <= kThreads, "zl_seed: a thread loads one word of a segment");
 	constexpr uint32_t kTagMask = (1u << zl::kSeedTagBits) - 1;
@@ -220,7 +245,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	// (off it a constant 0, so that zl_seed and zl_seed3 fold it away)
 	const uint32_t q = grid * t + (grid > 1 ? phase : 0);
 	const uint32_t hm = zl::key_hi(key);
-	if (Back && t < 2)
+	if (Back && t < kBufs)
 		seg[t][0] = 0;
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
 		uint64_t chunk, off;
@@ -247,10 +272,36 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 				v |= (uint32_t)blk[at + b] << (8 * b);
 			return v;
 		};
-		if (t < kWords)
-			seg[0][t + kPad] = word(0);
-		uint32_t next = word(zl::kSeg); // the following segment's word
-		uint32_t next2 = kEarly ? word(2 * zl::kSeg) : 0; // with kEarly, the one after it
+		// fill puts thread t's word of the segment at a into buffer b (by
+		// cp.async where the block is aligned, else at once).
+		const bool aligned = ((uintptr_t)blk & 3) == 0;
+		const auto fill = [&](uint32_t a, uint32_t b) {
+			if (t >= kWords)
+				return;
+			uint32_t *dst = &seg[b][t + kPad];
+			const uint32_t at = a + 4 * t;
+			if (aligned) {
+				const uint32_t got = at >= n ? 0 : n - at >= 4 ? 4 : n - at;
+				zl::cp_async4(dst, blk + (got != 0 ? at : 0), got);
+			} else {
+				*dst = word(a);
+			}
+		};
+		uint32_t next = 0, next2 = 0; // kEarly's: the next two segments' words
+		if constexpr (kAsync) {
+			fill(0, 0);
+			zl::cp_commit();
+			fill(zl::kSeg, 1);
+			zl::cp_commit();
+			fill(2 * zl::kSeg, 2);
+			zl::cp_commit();
+			zl::cp_wait<2>();
+		} else {
+			if (t < kWords)
+				seg[0][t + kPad] = word(0);
+			next = word(zl::kSeg);
+			next2 = word(2 * zl::kSeg);
+		}
 		zl::PendingSeed<Measure, Back> pend; // thread t's position of the segment before
 		pend.none();
 		__syncthreads();
@@ -263,13 +314,19 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		// bright 21.0 -> 19.7); H100, two rounds each. zl_seed, whose three
 		// CTAs of 512 threads an SM leave it 42 registers, spilled.
 #pragma unroll(grid > 1 || !Measure ? 2 : 1)
-		for (uint32_t a = 0, buf = 0; a < n; a += zl::kSeg, buf ^= 1) {
-			// in flight over this segment (with kEarly, two)
-			const uint32_t ahead = word(a + (kEarly ? 3 : 2) * zl::kSeg);
+		for (uint32_t a = 0, buf = 0, s = 0; a < n; a += zl::kSeg, buf ^= 1, s++) {
+			// in flight over the next three segments' steps
+			uint32_t ahead = 0;
+			if constexpr (kAsync) {
+				fill(a + 3 * zl::kSeg, (s + 3) & 3);
+				zl::cp_commit();
+			} else {
+				ahead = word(a + 3 * zl::kSeg);
+			}
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
-			const uint32_t *sw = seg[buf] + kPad;
+			const uint32_t *sw = seg[kAsync ? (s & 3) : buf] + kPad;
 			pend.finish(out, hm);
-			if constexpr (kEarly) {
+			if constexpr (!kAsync) {
 				// The next segment's buffer was last read before the
 				// barrier that ended the segment before.
 				if (t < kWords)
@@ -295,14 +352,13 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			__syncthreads();
 			if (eligible)
 				atomicMax(&tab[h], (a + q + 1) << zl::kSeedTagBits | tag);
-			if constexpr (!kEarly) {
-				if (t < kWords)
-					seg[buf ^ 1][t + kPad] = next;
-				next = ahead;
-			}
+			if constexpr (kAsync)
+				zl::cp_wait<2>(); // the next segment's copy, before the barrier shows it
 			__syncthreads();
 		}
 		pend.finish(out, hm);
+		if constexpr (kAsync)
+			zl::cp_wait<0>(); // the copies past the block's end, before the next block's
 	}
 }
 } // namespace zl
