@@ -223,8 +223,8 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 	// bright cells, 3.04 -> 2.68 on flat fields, 3.99 -> 3.79 on 8-bit
 	// frames and 3.15 -> 2.90 on saturated ones (and as much in a second
 	// call), at level 3 20.71 -> 18.92, 22.55 -> 20.91, 21.87 -> 20.29,
-	// 22.01 -> 20.37 and 22.50 -> 20.86; the kernels 0.7 to 3.1% faster
-	// at level 1, 3.6 to 4.5% at level 3.
+	// 22.01 -> 20.37 and 22.50 -> 20.86; the kernels 0.6 to 3.2% faster
+	// at level 1 (two calls), 3.6 to 4.5% at level 3.
 	//
 	// zl_seed (kEarly), whose 40 registers were measured with this walk
 	// and not with cp.async, loads them into registers three segments
@@ -315,7 +315,8 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		// CTAs of 512 threads an SM leave it 42 registers, spilled.
 #pragma unroll(grid > 1 || !Measure ? 2 : 1)
 		for (uint32_t a = 0, buf = 0, s = 0; a < n; a += zl::kSeg, buf ^= 1, s++) {
-			// in flight over the next three segments' steps
+			// segment s + 3's words: kEarly stores them at the top of step
+			// s + 2, kAsync waits on their copy at its end
 			uint32_t ahead = 0;
 			if constexpr (kAsync) {
 				fill(a + 3 * zl::kSeg, (s + 3) & 3);
