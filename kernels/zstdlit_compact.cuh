@@ -151,7 +151,7 @@ __device__ void compact_block(const uint8_t *__restrict__ src, uint64_t chunk_by
 	uint64_t chunk, off;
 	uint32_t n;
 	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
-	const uint32_t nsegs = (n + kSeg - 1) / kSeg;
+	const uint32_t nsegs = block_segs(n);
 	const uint64_t g0 = block_first_seg(chunk_bytes, bpc, chunk, bi);
 	// Exclusive scan of the segments' literal counts, a segment a thread.
 	const uint32_t m = tid < nsegs ? segMeta[g0 + tid] : 0;

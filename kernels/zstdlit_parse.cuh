@@ -554,6 +554,10 @@ __device__ __forceinline__ uint64_t block_first_seg(uint64_t chunk_bytes, uint32
 	return chunk * segs_per_chunk(chunk_bytes) + (uint64_t)(bi % bpc) * kSegsPerBlock;
 }
 
+// block_segs is the number of segments of a block of n bytes, its last
+// perhaps short.
+__device__ __forceinline__ uint32_t block_segs(uint32_t n) { return (n + kSeg - 1) / kSeg; }
+
 // parse_part parses part h (of kParseCTAs) of block bi: one segment per
 // lane.
 // seed is zl_seed's output; side takes the escaped Offset_Values.

@@ -35,7 +35,7 @@ __device__ bool seq_setup(uint64_t chunk_bytes, uint32_t bpc, const uint32_t *__
 	uint32_t n;
 	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
 	const bool skip = block_skipped(nonfill, chunk, n);
-	const uint32_t nsegs = (n + kSeg - 1) / kSeg;
+	const uint32_t nsegs = block_segs(n);
 	const uint64_t g0 = block_first_seg(chunk_bytes, bpc, chunk, bi);
 	for (uint32_t s = lane; !skip && s < nsegs; s += 32)
 		S.meta[s] = segMeta[g0 + s];
@@ -179,7 +179,7 @@ __device__ bool seq_cta_dense(uint64_t chunk_bytes, uint32_t bpc, uint64_t n_blo
 		uint64_t chunk, off;
 		uint32_t n;
 		block_geometry(chunk_bytes, bpc, b0 + v, chunk, off, n);
-		const uint32_t nsegs = (n + kSeg - 1) / kSeg;
+		const uint32_t nsegs = block_segs(n);
 		segs += nsegs;
 		if (block_skipped(nonfill, chunk, n))
 			continue;
