@@ -272,6 +272,11 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 				v |= (uint32_t)blk[at + b] << (8 * b);
 			return v;
 		};
+		// put stores v as thread t's word of buffer b.
+		const auto put = [&](uint32_t b, uint32_t v) {
+			if (t < kWords)
+				seg[b][t + kPad] = v;
+		};
 		// fill puts thread t's word of the segment at a into buffer b (by
 		// cp.async where the block is aligned, else at once).
 		const bool aligned = ((uintptr_t)blk & 3) == 0;
@@ -297,8 +302,7 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 			zl::cp_commit();
 			zl::cp_wait<2>();
 		} else {
-			if (t < kWords)
-				seg[0][t + kPad] = word(0);
+			put(0, word(0));
 			next = word(zl::kSeg);
 			next2 = word(2 * zl::kSeg);
 		}
@@ -306,15 +310,16 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 		pend.none();
 		__syncthreads();
 		// Two segments a turn on the grid and at the strong rung: the
-		// walk's pending seed and buffers then keep their registers
-		// instead of being moved at the loop's back edge, and buf is a
-		// constant in each copy. zl_seed2's instructions a position fell
-		// and the seeds ran 0.4 ms a GiB faster (dim frames 4.91 -> 4.49,
-		// bright cells 4.45 -> 4.06), zl_seed3's 1.0-1.3 (dim 18.6 -> 17.6,
-		// bright 21.0 -> 19.7); H100, two rounds each. zl_seed, whose three
-		// CTAs of 512 threads an SM leave it 42 registers, spilled.
+		// walk's pending seed and words then keep their registers
+		// instead of being moved at the loop's back edge (measured when
+		// the walk had two buffers, each copy's a constant). zl_seed2's
+		// instructions a position fell and the seeds ran 0.4 ms a GiB
+		// faster (dim frames 4.91 -> 4.49, bright cells 4.45 -> 4.06),
+		// zl_seed3's 1.0-1.3 (dim 18.6 -> 17.6, bright 21.0 -> 19.7);
+		// H100, two rounds each. zl_seed, whose three CTAs of 512 threads
+		// an SM leave it 42 registers, spilled.
 #pragma unroll(grid > 1 || !Measure ? 2 : 1)
-		for (uint32_t a = 0, buf = 0, s = 0; a < n; a += zl::kSeg, buf ^= 1, s++) {
+		for (uint32_t a = 0, s = 0; a < n; a += zl::kSeg, s++) {
 			// segment s + 3's words: kEarly stores them at the top of step
 			// s + 2, kAsync waits on their copy at its end
 			uint32_t ahead = 0;
@@ -325,13 +330,12 @@ __device__ __forceinline__ void seed_blocks(const uint8_t *src, uint64_t chunk_b
 				ahead = word(a + 3 * zl::kSeg);
 			}
 			const uint32_t len = n - a < zl::kSeg ? n - a : zl::kSeg;
-			const uint32_t *sw = seg[kAsync ? (s & 3) : buf] + kPad;
+			const uint32_t *sw = seg[s % kBufs] + kPad;
 			pend.finish(out, hm);
 			if constexpr (!kAsync) {
 				// The next segment's buffer was last read before the
 				// barrier that ended the segment before.
-				if (t < kWords)
-					seg[buf ^ 1][t + kPad] = next;
+				put((s + 1) % kBufs, next);
 				next = next2;
 				next2 = ahead;
 			}
