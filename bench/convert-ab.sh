@@ -12,7 +12,8 @@
 #
 # A and B are zspool binaries (B optional: then A alone, at each level);
 # ENGINE (default gpu) is passed to --engine; DATA (default camera) to
-# zspool bench --data: camera, dim, flat, 8bit or 8bit-saturated. Each
+# zspool bench --data: camera, dim, flat, 8bit or 8bit-saturated;
+# CHECKSUM=1 converts with --zstd-checksum. Each
 # convert prints its own summary line; the table at the end gives, per
 # build and level, every round's rate (convert's own, from the plan to the
 # group document), the median, the process's wall time and the stored
@@ -25,7 +26,9 @@ levels=${LEVELS:-1}
 rounds=${ROUNDS:-3}
 engine=${ENGINE:-gpu}
 data=${DATA:-camera}
+checksum=${CHECKSUM:-0}
 case $data in camera | bright | dim | flat | 8bit | 8bit-saturated) ;; *) echo "DATA=$data: camera, dim, flat, 8bit or 8bit-saturated" >&2; exit 2 ;; esac
+case $checksum in 0) flags=() ;; 1) flags=(--zstd-checksum) ;; *) echo "CHECKSUM=$checksum: 0 or 1" >&2; exit 2 ;; esac
 case $rounds in [1-9] | [1-9][0-9]) ;; *) echo "ROUNDS=$rounds: a count, 1 to 99" >&2; exit 2 ;; esac
 for level in $levels; do
 	case $level in -[1-7] | [0-9] | 1[0-9] | 2[0-2]) ;; *) echo "LEVELS: $level is not a zstd level, -7 to 22" >&2; exit 2 ;; esac
@@ -61,7 +64,7 @@ for r in $(seq 1 "$rounds"); do
 	for level in $levels; do
 		for x in "${order[@]}"; do
 			start=$(date +%s.%N)
-			line=$("$(bin "$x")" convert "$work/cam$level.json" --dest "$work/out" --engine "$engine" --quiet)
+			line=$("$(bin "$x")" convert "$work/cam$level.json" --dest "$work/out" --engine "$engine" ${flags[@]+"${flags[@]}"} --quiet)
 			end=$(date +%s.%N)
 			rate=$(rate_of <<<"$line")
 			stored=$(du -sb "$work/out" | cut -f1)
@@ -73,7 +76,7 @@ for r in $(seq 1 "$rounds"); do
 done
 
 echo
-echo "== $frames frames ($size) of camera data ($data, $dtype), engine $engine, $rounds rounds, on $(hostname), $(nproc) cores"
+echo "== $frames frames ($size) of camera data ($data, $dtype), engine $engine$([ "$checksum" = 1 ] && echo ", --zstd-checksum"), $rounds rounds, on $(hostname), $(nproc) cores"
 printf '%-6s %-6s %-40s %8s %24s %14s\n' build level "GiB/s by round" median "wall s by round" "stored bytes"
 for level in $levels; do
 	for x in "${builds[@]}"; do

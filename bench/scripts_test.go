@@ -52,6 +52,8 @@ func TestTheScriptsRefuseBadArgumentsBeforeAnyWork(t *testing.T) {
 			"ROUNDS=0: a count, 1 to 99"},
 		{"convert-ab refuses data it cannot make", "convert-ab.sh", []string{"A=" + exe, "DATA=noise"},
 			"DATA=noise: camera, dim, flat, 8bit or 8bit-saturated"},
+		{"convert-ab refuses a checksum switch other than 0 or 1", "convert-ab.sh", []string{"A=" + exe, "CHECKSUM=yes"},
+			"CHECKSUM=yes: 0 or 1"},
 		{"convert-ab refuses a build that is not there", "convert-ab.sh", []string{"A=" + exe, "B=/nonexistent/zspool"},
 			"/nonexistent/zspool: not an executable zspool"},
 		{"path-host refuses a level that is not a zstd level", "path-host.sh", []string{"ZSPOOL=" + exe, "LEVEL=fast"},
@@ -89,10 +91,14 @@ func TestConvertABComparesTwoBuildsOnTheCPU(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, tc := range []struct{ data, dtype string }{{"camera", "uint16"}, {"8bit-saturated", "uint8"}} {
-		t.Run(tc.data, func(t *testing.T) {
+	// stored is each run's stored bytes, by data and checksum switch.
+	stored := map[string]int64{}
+	for _, tc := range []struct{ data, dtype, checksum string }{
+		{"camera", "uint16", "0"}, {"8bit-saturated", "uint8", "0"}, {"8bit-saturated", "uint8", "1"},
+	} {
+		t.Run(tc.data+"/checksum="+tc.checksum, func(t *testing.T) {
 			out, code := script(t, "convert-ab.sh", []string{"A=" + exe, "B=" + exe, "ENGINE=cpu", "LEVELS=1", "ROUNDS=2",
-				"DATA=" + tc.data, "SHM=" + t.TempDir()}, "32MiB")
+				"DATA=" + tc.data, "CHECKSUM=" + tc.checksum, "SHM=" + t.TempDir()}, "32MiB")
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, out)
 			}
@@ -118,7 +124,23 @@ func TestConvertABComparesTwoBuildsOnTheCPU(t *testing.T) {
 			if rows[0][1] != "A" || rows[1][1] != "B" || rows[0][5] != rows[1][5] {
 				t.Fatalf("rows %q and %q: want A then B with the same stored bytes", rows[0][0], rows[1][0])
 			}
+			if got := strings.Contains(out, ", --zstd-checksum,"); got != (tc.checksum == "1") {
+				t.Errorf("the summary names --zstd-checksum: %v, want %v:\n%s", got, tc.checksum == "1", out)
+			}
+			n, err := strconv.ParseInt(rows[0][5], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored[tc.data+"/"+tc.checksum] = n
 		})
+	}
+	// The checksum reached the converts: each frame is 4 bytes longer.
+	off, on := stored["8bit-saturated/0"], stored["8bit-saturated/1"]
+	if off == 0 || on == 0 {
+		t.Fatalf("stored bytes without and with the checksum: %d and %d", off, on)
+	}
+	if d := on - off; d <= 0 || d%4 != 0 {
+		t.Errorf("stored %d bytes with --zstd-checksum and %d without: want more, by 4 bytes a frame", on, off)
 	}
 }
 

@@ -111,7 +111,7 @@ type functions struct {
 	litOwn3                      cu.Function
 	litCompact                   cu.Function
 	litPlan, litFrame, litEncode cu.Function
-	litChecksum                  cu.Function
+	litXXH, litChecksum          cu.Function
 	reduce                       [layout.Kinds][layout.Methods]cu.Function
 }
 
@@ -198,6 +198,7 @@ func (d *Device) setup(ordinal int) error {
 	d.fn.litPlan = get("zl_plan")
 	d.fn.litFrame = get("zl_frame")
 	d.fn.litEncode = get("zl_encode")
+	d.fn.litXXH = get("zl_xxh")
 	d.fn.litChecksum = get("zl_checksum")
 	for k := range layout.Kinds {
 		for m := range layout.Methods {

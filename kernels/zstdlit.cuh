@@ -624,21 +624,36 @@ extern "C" __global__ void __launch_bounds__(zl::kThreads, 4)
 	}
 }
 
-// zl_checksum: four threads per chunk (zstd's optional Content_Checksum:
-// the low 4 bytes of the XXH64 of the chunk, after the last block).
+// zl_xxh: four threads per chunk hash the chunks to be encoded (those
+// nonfill marks, or all when it is null) into hash, the low 4 bytes of
+// each one's XXH64: zstd's optional Content_Checksum. It reads the source
+// alone, so the engine runs it on a stream of its own beside the match
+// kernels (litScratch.hashOn): its four serial chains a chunk fill a few
+// SMs for about 2 ms a GiB, which on the compute stream, after the
+// encode, added as much to every batch.
 extern "C" __global__ void __launch_bounds__(256)
-    zl_checksum(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_chunks, const zl::Block *blocks,
-                const uint64_t *key_of, const uint64_t *offsets, uint8_t *out)
+    zl_xxh(const uint8_t *src, uint64_t chunk_bytes, uint64_t n_chunks, const uint32_t *nonfill, uint32_t *hash)
 {
 	const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	const uint64_t i = t / 4;
-	const bool active = i < n_chunks && blocks[i * bpc].type != zl::kSkip;
+	const bool active = i < n_chunks && (nonfill == nullptr || nonfill[i] != 0);
 	const uint64_t h = zl::xxh64_group(src + (active ? i : 0) * chunk_bytes, chunk_bytes, (uint32_t)(t & 3), active);
-	if (active && (t & 3) == 0) {
-		const zl::Block &last = blocks[i * bpc + bpc - 1];
-		uint8_t *end = out + offsets[key_of != nullptr ? key_of[i] : i] + last.out_off + 3 + last.content;
-		zl::put_le(end, h, 4);
-	}
+	if (active && (t & 3) == 0)
+		hash[i] = (uint32_t)h;
+}
+
+// zl_checksum: a thread per chunk puts zl_xxh's hash after the frame's
+// last block.
+extern "C" __global__ void __launch_bounds__(256)
+    zl_checksum(uint64_t bpc, uint64_t n_chunks, const zl::Block *blocks, const uint64_t *key_of,
+                const uint64_t *offsets, const uint32_t *hash, uint8_t *out)
+{
+	const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n_chunks || blocks[i * bpc].type == zl::kSkip)
+		return;
+	const zl::Block &last = blocks[i * bpc + bpc - 1];
+	uint8_t *end = out + offsets[key_of != nullptr ? key_of[i] : i] + last.out_off + 3 + last.content;
+	zl::put_le(end, hash[i], 4);
 }
 
 #endif

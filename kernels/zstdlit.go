@@ -78,14 +78,17 @@ func LitFrameBound(n int64, opt zstdlit.Options) int64 {
 // litScratch is the device memory the encoder plans in: a record and a
 // code table per block; every segment's packed sequences and summary
 // word; the packed literals and sequences sections, laid out as the
-// chunks are; an error word; the frames' options; and for the parse, a
-// seed candidate a byte and a side slot per sequence slot.
+// chunks are; an error word; the frames' options; for the parse, a seed
+// candidate a byte and a side slot per sequence slot; and with the
+// checksum, a chunk's hash (a word per block: a chunk has at least one)
+// and the stream that works it out (hasher).
 type litScratch struct {
 	blocks, tables, err     cu.DevicePtr
 	seqs, meta, lit         cu.DevicePtr
-	seed, side              cu.DevicePtr
+	seed, side, hash        cu.DevicePtr
 	capBlocks, capSegs, cap int64
 	opt                     zstdlit.Options
+	hasher                  *litHasher
 	// marks, when set (benchmarks), are recorded after the seeds, the
 	// parse, the sequences and the packing of literals.
 	marks []cu.Event
@@ -111,8 +114,17 @@ func (s *litScratch) buffers() []litBuffer {
 	return []litBuffer{
 		{&s.blocks, s.capBlocks * litBlockBytes}, {&s.tables, s.capBlocks * litTableBytes}, {&s.err, 8},
 		{&s.seqs, s.capSegs * litSlotBytes}, {&s.meta, s.capSegs * 4}, {&s.lit, s.cap},
-		{&s.seed, 4*s.cap + litSeedPad}, {&s.side, s.capSegs * litSlotBytes},
+		{&s.seed, 4*s.cap + litSeedPad}, {&s.side, s.capSegs * litSlotBytes}, {&s.hash, s.hashBytes()},
 	}
+}
+
+// hashBytes is the room for the chunks' hashes: none without the
+// checksum.
+func (s *litScratch) hashBytes() int64 {
+	if !s.opt.Checksum {
+		return 0
+	}
+	return 4 * s.capBlocks
 }
 
 // litSeedPad follows the seeds: zl_cseed loads a run's eight seeds
@@ -151,10 +163,21 @@ func allocLit(chunkBytes, nChunks int64, opt zstdlit.Options) (*litScratch, erro
 		s.free()
 		return nil, fmt.Errorf("clear the zstd encoder's error word: %w", err)
 	}
+	if opt.Checksum {
+		var err error
+		if s.hasher, err = newLitHasher(); err != nil {
+			s.free()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
 func (s *litScratch) free() {
+	if s.hasher != nil {
+		s.hasher.close()
+		s.hasher = nil
+	}
 	for _, b := range s.buffers() {
 		if *b.dst != 0 {
 			_ = cu.MemFree(*b.dst)
@@ -180,6 +203,9 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	}
 	if nBlocks == 0 {
 		return nil
+	}
+	if err := d.litHash(s, lit, src, chunkBytes, nChunks, nonfill); err != nil {
+		return err
 	}
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
@@ -272,16 +298,19 @@ func (d *Device) litWrite(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	if !lit.opt.Checksum {
 		return nil
 	}
-	// Four threads a chunk: XXH64's four lanes are independent chains.
-	cgrid := int(min(ceilDiv(4*uint64(nChunks), checksumThreads), 1<<30))
+	if err := s.Wait(lit.hasher.done, 0); err != nil {
+		return fmt.Errorf("wait for the zstd checksums: %w", err)
+	}
+	cgrid := int(min(ceilDiv(uint64(nChunks), checksumThreads), 1<<30))
 	if err := d.fn.litChecksum.Launch(cgrid, 1, 1, checksumThreads, 1, 1, 0, s,
-		args(src, cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, offsets, out)); err != nil {
+		args(cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, offsets, lit.hash, out)); err != nil {
 		return fmt.Errorf("launch zstd checksum: %w", err)
 	}
 	return nil
 }
 
-// checksumThreads is zl_checksum's block size (its launch bound).
+// checksumThreads is zl_xxh's and zl_checksum's block size (their launch
+// bound).
 const checksumThreads = 256
 
 func (lit *litScratch) checksum() cu.DevicePtr {
