@@ -628,9 +628,9 @@ extern "C" __global__ void __launch_bounds__(zl::kThreads, 4)
 // nonfill marks, or all when it is null) into hash, the low 4 bytes of
 // each one's XXH64: zstd's optional Content_Checksum. It reads the source
 // alone, so the engine runs it on a stream of its own beside the match
-// kernels (litScratch.hashOn): its four serial chains a chunk fill a few
-// SMs for about 2 ms a GiB, which on the compute stream, after the
-// encode, added as much to every batch.
+// kernels (litHasher, zstdlit_hash.go): its four serial chains a chunk
+// keep a few SMs busy for about 2.3 ms a GiB, which on the compute
+// stream, after the encode, added as much to every batch.
 extern "C" __global__ void __launch_bounds__(256)
     zl_xxh(const uint8_t *src, uint64_t chunk_bytes, uint64_t n_chunks, const uint32_t *nonfill, uint32_t *hash)
 {
