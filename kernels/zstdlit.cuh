@@ -81,6 +81,14 @@ static_assert(sizeof(Block) == 208, "Block layout is mirrored in Go");
 
 enum : uint32_t { kLitHuff = 0, kLitRaw = 1, kLitRLE = 2 };
 
+// chunk_absent says whether chunk chunk is left out of the frames: the
+// engine's nonfill flags mark the chunks it stores (null: every chunk).
+// Its blocks are kSkip, and no kernel seeds, parses or hashes it.
+__device__ __forceinline__ bool chunk_absent(const uint32_t *nonfill, uint64_t chunk)
+{
+	return nonfill != nullptr && nonfill[chunk] == 0;
+}
+
 // ---------------------------------------------------------------------------
 // Frame header (zstdlit.appendFrameHeader).
 
@@ -423,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(zl::kCSeedThreads)
 	const uint32_t hm = zl::key_hi(key);
 	for (uint64_t x = blockIdx.x; x < n_chunks * parts; x += gridDim.x) {
 		const uint64_t chunk = x / parts;
-		if (nonfill != nullptr && nonfill[chunk] == 0)
+		if (zl::chunk_absent(nonfill, chunk))
 			continue;
 		const zl::ChunkPart cp(bits, (uint32_t)(x % parts), parts);
 		for (uint32_t h = threadIdx.x; h < cp.size; h += zl::kCSeedThreads)
@@ -636,7 +644,7 @@ extern "C" __global__ void __launch_bounds__(256)
 {
 	const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	const uint64_t i = t / 4;
-	const bool active = i < n_chunks && (nonfill == nullptr || nonfill[i] != 0);
+	const bool active = i < n_chunks && !zl::chunk_absent(nonfill, i);
 	const uint64_t h = zl::xxh64_group(src + (active ? i : 0) * chunk_bytes, chunk_bytes, (uint32_t)(t & 3), active);
 	if (active && (t & 3) == 0)
 		hash[i] = (uint32_t)h;

@@ -544,7 +544,7 @@ __device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bp
 // zl_plan stores it Raw or RLE.
 __device__ __forceinline__ bool block_skipped(const uint32_t *nonfill, uint64_t chunk, uint32_t n)
 {
-	return (nonfill != nullptr && nonfill[chunk] == 0) || n < kMinHuff;
+	return chunk_absent(nonfill, chunk) || n < kMinHuff;
 }
 
 // block_first_seg is the slot of the first segment of block bi, of chunk

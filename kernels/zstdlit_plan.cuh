@@ -462,7 +462,7 @@ __device__ void plan_block(const uint8_t *__restrict__ src, const uint8_t *lit, 
 	const uint64_t chunk = bi / bpc;
 	const uint32_t b = (uint32_t)(bi % bpc);
 	Block *out = blocks + bi;
-	if (nonfill != nullptr && nonfill[chunk] == 0) {
+	if (chunk_absent(nonfill, chunk)) {
 		if (tid == 0)
 			out->type = kSkip;
 		return;
