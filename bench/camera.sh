@@ -33,3 +33,36 @@ warm_memory() {
 	dd if=/dev/zero of="$1/warm" bs=16M count=$(($2 / (16 << 20))) status=none
 	rm "$1/warm"
 }
+
+# start_versitygw DIR GW starts versitygw (GW: the binary, or it
+# xz-compressed, named *.xz) with its posix backend on DIR/s3 (bucket
+# "bench"), its metadata in DIR/sidecar, on a free loopback port, with
+# the bench's credentials exported as AWS_*. It sets gwpid and endpoint,
+# and returns once the port takes connections (10 s at most). Bash alone
+# finds the port and waits: a CI machine need not have python3 or curl.
+start_versitygw() {
+	case "$2" in
+	*.xz) xz -dc "$2" >"$1/versitygw" ;;
+	*) cp "$2" "$1/versitygw" ;;
+	esac
+	chmod +x "$1/versitygw"
+	mkdir -p "$1/s3/bench" "$1/sidecar"
+	local port tries
+	for tries in $(seq 1 50); do
+		port=$((20000 + RANDOM % 40000))
+		(: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+	done
+	export AWS_ACCESS_KEY_ID=pathbench AWS_SECRET_ACCESS_KEY=pathbench-secret-0123456789 AWS_EC2_METADATA_DISABLED=true AWS_REGION=us-east-1
+	"$1/versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --region us-east-1 \
+		--port "127.0.0.1:$port" --health /health posix --sidecar "$1/sidecar" "$1/s3" >"$1/gw.log" 2>&1 &
+	gwpid=$!
+	endpoint=http://127.0.0.1:$port
+	for tries in $(seq 1 100); do
+		(: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+		kill -0 "$gwpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "versitygw did not take connections on $endpoint:" >&2
+	tail -20 "$1/gw.log" >&2
+	return 1
+}

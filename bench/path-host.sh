@@ -104,19 +104,7 @@ fi
 rm -rf "$work/ts"
 
 echo "== the S3 server: versitygw, posix backend on $shm"
-case "$gw" in
-*.xz) xz -dc "$gw" >"$work/versitygw" ;;
-*) cp "$gw" "$work/versitygw" ;;
-esac
-chmod +x "$work/versitygw"
-mkdir -p "$work/s3/bench" "$work/sidecar"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export AWS_ACCESS_KEY_ID=pathbench AWS_SECRET_ACCESS_KEY=pathbench-secret-0123456789 AWS_EC2_METADATA_DISABLED=true AWS_REGION=us-east-1
-"$work/versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --region us-east-1 \
-	--port "127.0.0.1:$port" --health /health posix --sidecar "$work/sidecar" "$work/s3" >"$work/gw.log" 2>&1 &
-gwpid=$!
-endpoint=http://127.0.0.1:$port
-for _ in $(seq 1 100); do curl -sf -o /dev/null "$endpoint/health" && break; sleep 0.1; done
+start_versitygw "$work" "$gw"
 
 # What an upload costs the host, where the S3 server shares its cores: the
 # server's CPU-seconds and the whole machine's busy share over a run.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zspool/zspool/internal/s3test"
 )
 
 // script runs bench/NAME with bash and the extra environment, and returns
@@ -54,6 +56,11 @@ func TestTheScriptsRefuseBadArgumentsBeforeAnyWork(t *testing.T) {
 			"DATA=noise: camera, dim, flat, 8bit or 8bit-saturated"},
 		{"convert-ab refuses a checksum switch other than 0 or 1", "convert-ab.sh", []string{"A=" + exe, "CHECKSUM=yes"},
 			"CHECKSUM=yes: 0 or 1"},
+		{"convert-ab refuses an S3 switch other than 0 or 1", "convert-ab.sh", []string{"A=" + exe, "S3=yes"},
+			"S3=yes: 0 or 1"},
+		{"convert-ab refuses S3 without a versitygw binary", "convert-ab.sh",
+			[]string{"A=" + exe, "S3=1", "VERSITYGW=/nonexistent/versitygw.xz"},
+			"VERSITYGW=/nonexistent/versitygw.xz: no versitygw binary there"},
 		{"convert-ab refuses a build that is not there", "convert-ab.sh", []string{"A=" + exe, "B=/nonexistent/zspool"},
 			"/nonexistent/zspool: not an executable zspool"},
 		{"path-host refuses a level that is not a zstd level", "path-host.sh", []string{"ZSPOOL=" + exe, "LEVEL=fast"},
@@ -142,6 +149,70 @@ func TestConvertABComparesTwoBuildsOnTheCPU(t *testing.T) {
 	if d := on - off; d <= 0 || d%4 != 0 {
 		t.Errorf("stored %d bytes with --zstd-checksum and %d without: want more, by 4 bytes a frame", on, off)
 	}
+}
+
+// TestConvertABComparesTwoBuildsOnS3 runs the script whole with S3=1 and
+// the CPU engine: it starts versitygw itself, both builds convert to it,
+// the server's copy holds as many bytes as the same convert writes to a
+// directory, and the server is gone when the script exits.
+func TestConvertABComparesTwoBuildsOnS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds zspool and converts 32 MiB four times")
+	}
+	gw := s3test.VersityGWBinary(t)
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "zspool")
+	build := exec.Command("go", "build", "-o", exe, "../cmd/zspool")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	row := regexp.MustCompile(`(?m)^([AB]) +1 +([0-9.]+) +([0-9.]+) +\S+ +(\d+) *$`)
+	stored := map[string][]string{}
+	for _, s3 := range []string{"0", "1"} {
+		shm := t.TempDir()
+		out, code := script(t, "convert-ab.sh", []string{"A=" + exe, "B=" + exe, "ENGINE=cpu", "LEVELS=1", "ROUNDS=1",
+			"S3=" + s3, "VERSITYGW=" + gw, "SHM=" + shm}, "32MiB")
+		if code != 0 {
+			t.Fatalf("S3=%s: exit %d:\n%s", s3, code, out)
+		}
+		for _, m := range row.FindAllStringSubmatch(out, -1) {
+			stored[s3] = append(stored[s3], m[4])
+		}
+		if len(stored[s3]) != 2 || stored[s3][0] != stored[s3][1] {
+			t.Fatalf("S3=%s: stored bytes by build %v, want two equal rows:\n%s", s3, stored[s3], out)
+		}
+		if s3 == "1" {
+			if n := strings.Count(out, "GiB/s -> s3://bench/ab"); n != 2 {
+				t.Errorf("%d converts to s3://bench/ab, want 2:\n%s", n, out)
+			}
+			if !strings.Contains(out, "engine cpu → versitygw on tmpfs, 1 rounds") {
+				t.Errorf("the summary does not say the converts went to versitygw:\n%s", out)
+			}
+			if pids := processesUnder(t, shm); len(pids) != 0 {
+				t.Errorf("processes still running from %s after the script: %v", shm, pids)
+			}
+		}
+	}
+	if stored["0"][0] != stored["1"][0] {
+		t.Errorf("stored %s bytes on versitygw and %s in a directory: want the same objects", stored["1"][0], stored["0"][0])
+	}
+}
+
+// processesUnder lists the pids whose command line names a path under dir.
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, p := range cmdlines {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), dir) {
+			pids = append(pids, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return pids
 }
 
 // fakeKernelsTest writes a stand-in for the kernels test binary that

@@ -204,7 +204,18 @@ func (spec serverSpec) path() (string, error) {
 	return filepath.Join(dir, spec.name+"-"+spec.version, spec.binary), nil
 }
 
-func start(t testing.TB, spec serverSpec) *Server {
+// VersityGWBinary is the pinned versitygw's path, for a test whose script
+// starts the server itself (bench/convert-ab.sh's S3=1). Where it is not
+// installed, t is skipped, or failed under ZSPOOL_REQUIRE_S3=1, as the
+// Start functions do.
+func VersityGWBinary(t testing.TB) string {
+	t.Helper()
+	return installed(t, versityGWSpec(false))
+}
+
+// installed is spec's binary, which must exist: t is skipped (failed
+// under ZSPOOL_REQUIRE_S3=1) where it does not.
+func installed(t testing.TB, spec serverSpec) string {
 	t.Helper()
 	bin, err := spec.path()
 	if err == nil {
@@ -218,7 +229,12 @@ func start(t testing.TB, spec serverSpec) *Server {
 		}
 		t.Skip(msg + " (set ZSPOOL_REQUIRE_S3=1 to fail instead of skipping)")
 	}
+	return bin
+}
 
+func start(t testing.TB, spec serverSpec) *Server {
+	t.Helper()
+	bin := installed(t, spec)
 	for attempt := 1; ; attempt++ {
 		s, err := startOnce(t, spec, bin)
 		if err == nil {
