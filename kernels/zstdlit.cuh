@@ -558,11 +558,11 @@ extern "C" __global__ void __launch_bounds__(zl::kSeqWarps * 32, 7)
 
 // zl_compact: one CTA per block, a warp per segment at a time; packs the
 // literals of the blocks that keep their matches. Six CTAs an SM, as
-// before compact_by_runs: left to itself the compiler takes 48 registers,
-// five CTAs fit, and the search path lost more to the lower occupancy than
-// the 24-byte spill at 40 costs (H100, ms a GiB at level 1: dim 1.27
-// against 1.18, bright cells 2.89 against 2.61, both gathering by runs
-// from 16 literals).
+// measured when the literals were gathered run by run: left to itself the
+// compiler took 48 registers, five CTAs fit, and the lower occupancy lost
+// more than the 24-byte spill at 40 cost (H100, ms a GiB at level 1: dim
+// 1.27 against 1.18, bright cells 2.89 against 2.61). compact_segment's
+// marks spill 28 bytes at 40.
 extern "C" __global__ void __launch_bounds__(zl::kSegsPerBlock, 6)
     zl_compact(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *seq_buf,
                const uint32_t *seg_meta, uint8_t *lit, const zl::Block *blocks)

@@ -8,106 +8,79 @@
 #define ZSPOOL_ZSTDLIT_COMPACT_CUH
 
 // CompactShared: each segment's place in the block's literals, and for
-// the segment a warp is packing, where each literal run starts in the
-// segment and in the output (run k is the trailing one; dst[k + 1] is a
-// bound past every literal), and, for compact_by_runs, the gathered
-// literals before they are stored.
+// the segment a warp is packing, the bits that mark where its literal runs
+// start and end (a bit a byte of the segment) and its packed literals
+// before they are stored (a word of room past the segment, for the
+// stores' shifted reads).
 constexpr int kCompactWarps = kSegsPerBlock / 32;
-constexpr uint32_t kCompactRun = 16; // consecutive literals a lane gathers (compact_by_runs)
-static_assert(kCompactRun == 16, "compact_by_runs packs a lane's literals as one uint4");
+constexpr uint32_t kSegMarkWords = kSeg / 32;
 struct CompactShared {
 	uint32_t base[kSegsPerBlock];
 	uint32_t meta[kSegsPerBlock];
 	uint32_t scan[kSegsPerBlock / 32];
-	uint16_t src[kCompactWarps][kSlotSeqs + 1];
-	uint16_t dst[kCompactWarps][kSlotSeqs + 2];
-	alignas(16) uint8_t out[kCompactWarps][kSeg];
+	uint32_t starts[kCompactWarps][kSegMarkWords], ends[kCompactWarps][kSegMarkWords];
+	alignas(16) uint8_t out[kCompactWarps][kSeg + 16];
 };
 
-// run_of is the run of literal t of a segment: the last of runs 0..k
-// (their output starts in dst) to start at or before t, which skips the
-// empty runs there.
-__device__ __forceinline__ uint32_t run_of(const uint16_t *dst, uint32_t k, uint32_t t)
+// segment_bytes16 is bytes 16*lane to 16*lane+15 of the segment of len
+// bytes at sp, those past len 0: one 16-byte load a lane where the
+// segment is whole and aligned, as it is in every chunk of a multiple of
+// 16 bytes.
+__device__ __forceinline__ uint4 segment_bytes16(const uint8_t *__restrict__ sp, uint32_t len, unsigned lane)
 {
-	uint32_t lo = 0, hi = k;
-	while (lo < hi) {
-		const uint32_t mid = (lo + hi + 1) >> 1;
-		if (dst[mid] <= t)
-			lo = mid;
-		else
-			hi = mid - 1;
+	if (len == kSeg && ((uintptr_t)sp & 15) == 0)
+		return __ldg(reinterpret_cast<const uint4 *>(sp) + lane);
+	uint32_t w[4] = {0, 0, 0, 0};
+	for (uint32_t i = 0; i < 16; i++) {
+		const uint32_t at = 16 * lane + i;
+		if (at < len)
+			w[i / 4] |= (uint32_t)sp[at] << (8 * (i % 4));
 	}
-	return lo;
+	return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// compact_by_search stores literal t of a segment (sp, run starts src
-// and dst as compact_segment fills them) at d[t], each lane taking every
-// 32nd literal and finding its run by binary search, so that loads and
-// stores are consecutive across the warp. The better way where runs are
-// short: dim frames' segments hold dozens of matches and a few literals.
-__device__ __forceinline__ void compact_by_search(const uint8_t *__restrict__ sp, uint32_t k, uint32_t nlit,
-                                                  uint8_t *__restrict__ d, const uint16_t *src, const uint16_t *dst,
-                                                  unsigned lane)
+// store_packed copies the warp's nlit packed bytes in out to d, which has
+// any alignment: the bytes up to a word boundary of d, then whole words
+// (each shifted out of two of out's), then the tail.
+__device__ __forceinline__ void store_packed(const uint8_t *out, uint32_t nlit, uint8_t *__restrict__ d, unsigned lane)
 {
-	for (uint32_t t = lane; t < nlit; t += 32) {
-		const uint32_t lo = run_of(dst, k, t);
-		d[t] = sp[src[lo] + (t - dst[lo])];
-	}
+	const uint32_t head = min((uint32_t)((4 - ((uintptr_t)d & 3)) & 3), nlit);
+	if (lane < head)
+		d[lane] = out[lane];
+	const uint32_t words = (nlit - head) / 4;
+	const uint32_t *ow = reinterpret_cast<const uint32_t *>(out);
+	uint32_t *dw = reinterpret_cast<uint32_t *>(d + head);
+	for (uint32_t j = lane; j < words; j += 32)
+		dw[j] = __funnelshift_r(ow[j + head / 4], ow[j + head / 4 + 1], 8 * (head & 3));
+	const uint32_t tail = head + 4 * words;
+	if (tail + lane < nlit)
+		d[tail + lane] = out[tail + lane];
 }
 
-// compact_by_runs is compact_by_search for long runs: each lane gathers
-// kCompactRun consecutive literals, searching for the run of the first and
-// walking on from there, all its loads out before the first store waits
-// on one, into out, which the warp then stores in order. On bright cells,
-// a few long runs a segment, the search for every literal and the store
-// waiting on each load cost more than the copy.
-__device__ __forceinline__ void compact_by_runs(const uint8_t *__restrict__ sp, uint32_t k, uint32_t nlit,
-                                                uint8_t *__restrict__ d, const uint16_t *src, const uint16_t *dst,
-                                                uint8_t *out, unsigned lane)
+// compact_segment packs one segment's nlit literals (the segment of len
+// bytes at sp, its k packed sequences in slot, lane + 32r's in slot[r])
+// to d. One warp, a lane 16 bytes of the segment: the literal runs' starts
+// and ends are marked a bit a byte, each lane works out which of its bytes
+// are literals from its bits and the parity of the marks before them (a
+// ballot), and puts them at its place among the warp's (a scan of the
+// lanes' counts). The loads are one 16-byte load a lane, where gathering
+// every literal by its run (a search, or a walk from run to run) took
+// three warp instructions a literal with 12 to 20 lanes active (Nsight
+// Compute, H200, bright cells).
+__device__ void compact_segment(const uint8_t *__restrict__ sp, uint32_t len, const uint32_t (&slot)[kSlotRounds],
+                                uint32_t k, uint32_t nlit, uint8_t *__restrict__ d, uint32_t *starts, uint32_t *ends,
+                                uint8_t *out, unsigned lane)
 {
-	for (uint32_t t = lane * kCompactRun; t < nlit; t += 32 * kCompactRun) {
-		uint32_t lo = run_of(dst, k, t);
-		uint32_t next = dst[lo + 1], at = src[lo] - dst[lo];
-		uint32_t v[kCompactRun];
-#pragma unroll
-		for (uint32_t i = 0; i < kCompactRun; i++) {
-			const uint32_t ti = t + i;
-			while (ti >= next) { // into the next non-empty run; dst[k + 1] bounds the walk
-				lo++;
-				at = src[lo] - dst[lo];
-				next = dst[lo + 1];
-			}
-			v[i] = ti < nlit ? __ldg(sp + ti + at) : 0;
-		}
-		uint4 w;
-		w.x = v[0] | v[1] << 8 | v[2] << 16 | v[3] << 24;
-		w.y = v[4] | v[5] << 8 | v[6] << 16 | v[7] << 24;
-		w.z = v[8] | v[9] << 8 | v[10] << 16 | v[11] << 24;
-		w.w = v[12] | v[13] << 8 | v[14] << 16 | v[15] << 24;
-		*reinterpret_cast<uint4 *>(out + t) = w; // out has room past nlit
-	}
+	if (lane < kSegMarkWords)
+		starts[lane] = 0;
+	else if (lane < 2 * kSegMarkWords)
+		ends[lane - kSegMarkWords] = 0;
 	__syncwarp();
-	for (uint32_t t = lane; t < nlit; t += 32)
-		d[t] = out[t];
-}
-
-// kCompactRunsFrom is the average run, in literals, from which
-// compact_segment gathers by runs. Measured on an H100 (zl_compact, ms a
-// GiB, level 1: dim, bright, flat, 8-bit): by search alone 1.15, 3.02,
-// 2.73, 2.19; by runs from 16 literals 1.18, 2.61, 1.46, 2.14; from 8
-// 1.18, 2.33, 1.46, 2.08; from 4 1.18, 1.98, 1.45, 1.93. By runs alone,
-// dim frames took 2.7.
-constexpr uint32_t kCompactRunsFrom = 4;
-
-// compact_segment packs one segment's nlit literals (the segment at sp, its
-// k packed sequences in slot, lane + 32r's in slot[r]) to d. One warp:
-// the run starts come from two scans, then the literals are gathered by
-// search or by runs, whichever suits the segment's average run.
-__device__ void compact_segment(const uint8_t *__restrict__ sp, const uint32_t (&slot)[kSlotRounds], uint32_t k,
-                                uint32_t nlit, uint8_t *__restrict__ d, uint16_t *src, uint16_t *dst, uint8_t *out,
-                                unsigned lane)
-{
-	uint32_t s0 = 0, d0 = 0;
+	// Each sequence's literal run: from the end of the match before it,
+	// ll bytes; then the trailing run to the segment's end. An empty run
+	// marks nothing, and a run's end is never another's start (a match of
+	// at least the shortest lies between).
+	uint32_t s0 = 0;
 #pragma unroll
 	for (uint32_t r = 0; r < kSlotRounds; r++) {
 		const uint32_t j0 = 32 * r;
@@ -115,26 +88,42 @@ __device__ void compact_segment(const uint8_t *__restrict__ sp, const uint32_t (
 			break;
 		const uint32_t j = j0 + lane;
 		const uint32_t q = j < k ? slot[r] : 0;
-		uint32_t ts, td;
-		const uint32_t es = warp_excl_scan(seq_ll(q) + seq_ml(q), lane, ts);
-		const uint32_t ed = warp_excl_scan(seq_ll(q), lane, td);
-		if (j < k) {
-			src[j] = (uint16_t)(s0 + es);
-			dst[j] = (uint16_t)(d0 + ed);
+		uint32_t ts;
+		const uint32_t a = s0 + warp_excl_scan(seq_ll(q) + seq_ml(q), lane, ts);
+		if (seq_ll(q) != 0) {
+			atomicOr(&starts[a / 32], 1u << (a % 32));
+			atomicOr(&ends[(a + seq_ll(q)) / 32], 1u << ((a + seq_ll(q)) % 32));
 		}
 		s0 += ts;
-		d0 += td;
 	}
-	if (lane == 0) {
-		src[k] = (uint16_t)s0; // the trailing run
-		dst[k] = (uint16_t)d0;
-		dst[k + 1] = (uint16_t)kSeg;
+	if (lane == 0 && s0 < len) {
+		atomicOr(&starts[s0 / 32], 1u << (s0 % 32));
+		if (len < kSeg)
+			atomicOr(&ends[len / 32], 1u << (len % 32));
 	}
 	__syncwarp();
-	if (nlit >= kCompactRunsFrom * (k + 1))
-		compact_by_runs(sp, k, nlit, d, src, dst, out, lane);
-	else
-		compact_by_search(sp, k, nlit, d, src, dst, lane);
+	// The lane's 16 bytes: a literal where the marks at or before it are
+	// odd in number.
+	const uint32_t sh = 16 * (lane & 1);
+	uint32_t x = ((starts[lane / 2] ^ ends[lane / 2]) >> sh) & 0xFFFFu;
+	const uint32_t odd = __ballot_sync(0xFFFFFFFFu, __popc(x) & 1);
+	x ^= x << 1;
+	x ^= x << 2;
+	x ^= x << 4;
+	x ^= x << 8;
+	const uint32_t lit = (x ^ ((__popc(odd & ((1u << lane) - 1)) & 1) != 0 ? 0xFFFFu : 0u)) & 0xFFFFu;
+	uint32_t total;
+	uint32_t at = warp_excl_scan((uint32_t)__popc(lit), lane, total);
+	const uint4 v = segment_bytes16(sp, len, lane);
+	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (uint32_t i = 0; i < 16; i++) {
+		if ((lit >> i) & 1)
+			out[at] = (uint8_t)(w[i / 4] >> (8 * (i % 4)));
+		at += (lit >> i) & 1;
+	}
+	__syncwarp();
+	store_packed(out, nlit, d, lane);
 	__syncwarp();
 }
 
@@ -178,9 +167,9 @@ __device__ void compact_block(const uint8_t *__restrict__ src, uint64_t chunk_by
 		const SlotRegs here = cur;
 		if (sg + kCompactWarps < nsegs)
 			cur.load_seqs(seqBuf, g0, sg + kCompactWarps, meta_nseq(S.meta[sg + kCompactWarps]), lane);
-		compact_segment(src + chunk * chunk_bytes + off + (uint64_t)sg * kSeg, here.q, meta_nseq(ms),
-		                meta_nlit(ms), lit + chunk * chunk_bytes + off + S.base[sg], S.src[warp], S.dst[warp],
-		                S.out[warp], lane);
+		compact_segment(src + chunk * chunk_bytes + off + (uint64_t)sg * kSeg, n - sg * kSeg < kSeg ? n - sg * kSeg : kSeg,
+		                here.q, meta_nseq(ms), meta_nlit(ms), lit + chunk * chunk_bytes + off + S.base[sg],
+		                S.starts[warp], S.ends[warp], S.out[warp], lane);
 	}
 }
 
