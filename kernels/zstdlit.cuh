@@ -557,13 +557,13 @@ extern "C" __global__ void __launch_bounds__(zl::kSeqWarps * 32, 7)
 }
 
 // zl_compact: one CTA per block, a warp per segment at a time; packs the
-// literals of the blocks that keep their matches. Six CTAs an SM, as
-// measured when the literals were gathered run by run: left to itself the
-// compiler took 48 registers, five CTAs fit, and the lower occupancy lost
-// more than the 24-byte spill at 40 cost (H100, ms a GiB at level 1: dim
-// 1.27 against 1.18, bright cells 2.89 against 2.61). compact_segment's
-// marks spill 28 bytes at 40.
-extern "C" __global__ void __launch_bounds__(zl::kSegsPerBlock, 6)
+// literals of the blocks that keep their matches. Five CTAs an SM: ptxas
+// then gives compact_segment 48 registers, where at six (40) it spilled
+// 28 bytes; side by side (H200, level 1, the same bytes) the packing took
+// 0.01 to 0.04 ms a GiB less on every set. (When the literals were
+// gathered run by run, six CTAs and a 24-byte spill beat five on an
+// H100.)
+extern "C" __global__ void __launch_bounds__(zl::kSegsPerBlock, 5)
     zl_compact(const uint8_t *src, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, const uint32_t *seq_buf,
                const uint32_t *seg_meta, uint8_t *lit, const zl::Block *blocks)
 {
