@@ -51,7 +51,7 @@ __device__ __forceinline__ void store_packed(const uint8_t *out, uint32_t nlit, 
 	const uint32_t *ow = reinterpret_cast<const uint32_t *>(out);
 	uint32_t *dw = reinterpret_cast<uint32_t *>(d + head);
 	for (uint32_t j = lane; j < words; j += 32)
-		dw[j] = __funnelshift_r(ow[j + head / 4], ow[j + head / 4 + 1], 8 * (head & 3));
+		dw[j] = __funnelshift_r(ow[j], ow[j + 1], 8 * head); // (head < 4: bytes head + 4j on)
 	const uint32_t tail = head + 4 * words;
 	if (tail + lane < nlit)
 		d[tail + lane] = out[tail + lane];
