@@ -52,7 +52,9 @@ elem=2
 work=$(mktemp -d "${SHM:-/dev/shm}/zspool-ab.XXXXXX")
 gwpid=
 cleanup() {
-	[ -z "$gwpid" ] || { kill "$gwpid" 2>/dev/null; wait "$gwpid" 2>/dev/null || true; }
+	# a server that died before is not there to kill: errexit must not
+	# end the trap before the work directory (the raw file) is removed
+	[ -z "$gwpid" ] || { kill "$gwpid" 2>/dev/null || true; wait "$gwpid" 2>/dev/null || true; }
 	rm -rf "$work"
 }
 trap cleanup EXIT

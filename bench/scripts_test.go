@@ -198,6 +198,40 @@ func TestConvertABComparesTwoBuildsOnS3(t *testing.T) {
 	}
 }
 
+// TestConvertABStopsAndCleansUpWhenTheServerDoesNotStart gives S3=1 a
+// versitygw that exits at once: the script fails with the server's own
+// words, and leaves no work directory (a 16 GiB raw file on tmpfs, on a
+// GPU host) behind.
+func TestConvertABStopsAndCleansUpWhenTheServerDoesNotStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds zspool and generates 32 MiB")
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "zspool")
+	build := exec.Command("go", "build", "-o", exe, "../cmd/zspool")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	gw := filepath.Join(dir, "versitygw")
+	if err := os.WriteFile(gw, []byte("#!/bin/sh\necho unknown flag --health >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shm := t.TempDir()
+	out, code := script(t, "convert-ab.sh", []string{"A=" + exe, "ENGINE=cpu", "ROUNDS=1", "S3=1", "VERSITYGW=" + gw,
+		"SHM=" + shm}, "32MiB")
+	if code == 0 || !strings.Contains(out, "versitygw did not take connections on http://127.0.0.1:") ||
+		!strings.Contains(out, "unknown flag --health") {
+		t.Fatalf("exit %d, output:\n%s\nwant a failure naming the endpoint, with the server's log", code, out)
+	}
+	left, err := os.ReadDir(shm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("the script left %d entries in SHM (%s first)", len(left), left[0].Name())
+	}
+}
+
 // processesUnder lists the pids whose command line names a path under dir.
 func processesUnder(t *testing.T, dir string) []string {
 	t.Helper()
