@@ -13,11 +13,47 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/zspool/zspool/internal/s3test"
 )
+
+// built is zspool, built once for the tests that run whole scripts with
+// it, into a directory TestMain removes.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// zspoolBinary is the path of zspool built from ../cmd/zspool, the first
+// call building it.
+func zspoolBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "zspool-bench-test"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "zspool")
+		if out, err := exec.Command("go", "build", "-o", built.path, "../cmd/zspool").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
 
 // script runs bench/NAME with bash and the extra environment, and returns
 // its combined output and exit code.
@@ -92,12 +128,7 @@ func TestConvertABComparesTwoBuildsOnTheCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds zspool and converts 32 MiB eight times")
 	}
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "zspool")
-	build := exec.Command("go", "build", "-o", exe, "../cmd/zspool")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := zspoolBinary(t)
 	// stored is each run's stored bytes, by data and checksum switch.
 	stored := map[string]int64{}
 	for _, tc := range []struct{ data, dtype, checksum string }{
@@ -160,12 +191,7 @@ func TestConvertABComparesTwoBuildsOnS3(t *testing.T) {
 		t.Skip("builds zspool and converts 32 MiB four times")
 	}
 	gw := s3test.VersityGWBinary(t)
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "zspool")
-	build := exec.Command("go", "build", "-o", exe, "../cmd/zspool")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := zspoolBinary(t)
 	row := regexp.MustCompile(`(?m)^([AB]) +1 +([0-9.]+) +([0-9.]+) +\S+ +(\d+) *$`)
 	stored := map[string][]string{}
 	for _, s3 := range []string{"0", "1"} {
@@ -207,11 +233,7 @@ func TestConvertABStopsAndCleansUpWhenTheServerDoesNotStart(t *testing.T) {
 		t.Skip("builds zspool and generates 32 MiB")
 	}
 	dir := t.TempDir()
-	exe := filepath.Join(dir, "zspool")
-	build := exec.Command("go", "build", "-o", exe, "../cmd/zspool")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := zspoolBinary(t)
 	gw := filepath.Join(dir, "versitygw")
 	if err := os.WriteFile(gw, []byte("#!/bin/sh\necho unknown flag --health >&2\nexit 3\n"), 0o755); err != nil {
 		t.Fatal(err)
