@@ -39,24 +39,6 @@ __device__ __forceinline__ uint4 segment_bytes16(const uint8_t *__restrict__ sp,
 	return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// store_packed copies the warp's nlit packed bytes in out to d, which has
-// any alignment: the bytes up to a word boundary of d, then whole words
-// (each shifted out of two of out's), then the tail.
-__device__ __forceinline__ void store_packed(const uint8_t *out, uint32_t nlit, uint8_t *__restrict__ d, unsigned lane)
-{
-	const uint32_t head = min((uint32_t)((4 - ((uintptr_t)d & 3)) & 3), nlit);
-	if (lane < head)
-		d[lane] = out[lane];
-	const uint32_t words = (nlit - head) / 4;
-	const uint32_t *ow = reinterpret_cast<const uint32_t *>(out);
-	uint32_t *dw = reinterpret_cast<uint32_t *>(d + head);
-	for (uint32_t j = lane; j < words; j += 32)
-		dw[j] = __funnelshift_r(ow[j], ow[j + 1], 8 * head); // (head < 4: bytes head + 4j on)
-	const uint32_t tail = head + 4 * words;
-	if (tail + lane < nlit)
-		d[tail + lane] = out[tail + lane];
-}
-
 // compact_segment packs one segment's nlit literals (the segment of len
 // bytes at sp, its k packed sequences in slot, lane + 32r's in slot[r])
 // to d. One warp, a lane 16 bytes of the segment: the literal runs' starts
@@ -123,7 +105,7 @@ __device__ void compact_segment(const uint8_t *__restrict__ sp, uint32_t len, co
 		at += (lit >> i) & 1;
 	}
 	__syncwarp();
-	store_packed(out, nlit, d, lane);
+	copy_staged<32>(d, reinterpret_cast<const uint32_t *>(out), nlit, lane);
 	__syncwarp();
 }
 

@@ -62,27 +62,6 @@ __device__ __forceinline__ uint32_t piece_byte(const uint4 &v, int i)
 	return (w >> (8 * (i & 3))) & 0xff;
 }
 
-// copy_out copies a stream's bytes from shared memory to dst, which has
-// any alignment: bytes up to a 4-byte boundary of dst, then whole words
-// (shifted out of two staged words each), then the tail.
-__device__ __forceinline__ void copy_out(uint8_t *__restrict__ dst, const uint32_t *stage, uint32_t bytes)
-{
-	const unsigned tid = threadIdx.x;
-	const uint8_t *sb = reinterpret_cast<const uint8_t *>(stage);
-	const uint32_t head = min((uint32_t)((4 - ((uintptr_t)dst & 3)) & 3), bytes);
-	if (tid < head)
-		dst[tid] = sb[tid];
-	const uint32_t body = (bytes - head) / 4;
-	uint32_t *dw = reinterpret_cast<uint32_t *>(dst + head);
-	const uint32_t sh = 8 * (head & 3);
-	for (uint32_t j = tid; j < body; j += kThreads) {
-		const uint32_t k = (head >> 2) + j;
-		dw[j] = sh == 0 ? stage[k] : __funnelshift_r(stage[k], stage[k + 1], sh);
-	}
-	for (uint32_t i = head + body * 4 + tid; i < bytes; i += kThreads)
-		dst[i] = sb[i];
-}
-
 // copy_bytes copies s[a, e) to d[a, e), the CTA's threads each taking
 // every kThreads-th byte, kCopyAhead of them at a time so that a thread's
 // loads are in flight together: one at a time, each store waited on its
@@ -232,7 +211,7 @@ __device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, cons
 	if (tid == 0)
 		atomicOr(&S.stage[totalBits >> 5], 1u << (totalBits & 31));
 	__syncthreads();
-	copy_out(dst, S.stage, bytes);
+	copy_staged<kThreads>(dst, S.stage, bytes, threadIdx.x);
 }
 
 __device__ void encode_block(const uint8_t *__restrict__ src, const uint8_t *__restrict__ lit, uint64_t chunk_bytes,
