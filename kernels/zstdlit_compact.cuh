@@ -14,6 +14,9 @@
 // stores' shifted reads).
 constexpr int kCompactWarps = kSegsPerBlock / 32;
 constexpr uint32_t kSegMarkWords = kSeg / 32;
+// kFewLaneLits: where no lane of a segment has more literals among its 16
+// bytes than this, each lane stores its own one by one (compact_segment).
+constexpr uint32_t kFewLaneLits = 4;
 struct CompactShared {
 	uint32_t base[kSegsPerBlock];
 	uint32_t meta[kSegsPerBlock];
@@ -53,6 +56,10 @@ __device__ void compact_segment(const uint8_t *__restrict__ sp, uint32_t len, co
                                 uint32_t k, uint32_t nlit, uint8_t *__restrict__ d, uint32_t *starts, uint32_t *ends,
                                 uint8_t *out, unsigned lane)
 {
+	// Every byte in a match: in the Go reference, 29% of dim frames'
+	// segments at level 3.
+	if (nlit == 0)
+		return;
 	if (lane < kSegMarkWords)
 		starts[lane] = 0;
 	else if (lane < 2 * kSegMarkWords)
@@ -96,6 +103,26 @@ __device__ void compact_segment(const uint8_t *__restrict__ sp, uint32_t len, co
 	const uint32_t lit = (x ^ ((__popc(odd & ((1u << lane) - 1)) & 1) != 0 ? 0xFFFFu : 0u)) & 0xFFFFu;
 	uint32_t total;
 	uint32_t at = warp_excl_scan((uint32_t)__popc(lit), lane, total);
+	if (__reduce_max_sync(0xFFFFFFFFu, (uint32_t)__popc(lit)) <= kFewLaneLits) {
+		// Few literals a lane, as dim frames' dozens of short runs a
+		// segment leave: a lane stores its own straight to d, a loop a
+		// literal, where the unrolled pass over all 16 bytes and the
+		// staging cost more than the literals. Side by side (H200, one
+		// call, the same bytes), dim frames' packing took 1.02 -> 0.99
+		// ms a GiB at level 1, 0.98 -> 0.71 at level 3 and 1.06 -> 0.94
+		// on every position; the other sets', which never take it, 0.01
+		// to 0.04 more.
+		if (lit != 0) {
+			const uint4 v = segment_bytes16(sp, len, lane);
+			const uint64_t lo = (uint64_t)v.y << 32 | v.x, hi = (uint64_t)v.w << 32 | v.z;
+			for (uint32_t m = lit; m != 0; m &= m - 1) {
+				const uint32_t i = (uint32_t)(__ffs(m) - 1);
+				d[at++] = (uint8_t)((i < 8 ? lo : hi) >> (8 * (i & 7)));
+			}
+		}
+		__syncwarp();
+		return;
+	}
 	const uint4 v = segment_bytes16(sp, len, lane);
 	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
