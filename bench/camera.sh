@@ -66,3 +66,12 @@ start_versitygw() {
 	tail -20 "$1/gw.log" >&2
 	return 1
 }
+
+# stop_versitygw stops the server start_versitygw started, if any. It is
+# for exit traps: a server that died before is not there to kill, and
+# under errexit a failed kill would end the trap before the work
+# directory (on a GPU host, a 16 GiB raw file on tmpfs) is removed.
+stop_versitygw() {
+	[ -z "${gwpid:-}" ] || { kill "$gwpid" 2>/dev/null || true; wait "$gwpid" 2>/dev/null || true; }
+	gwpid=
+}

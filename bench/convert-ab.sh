@@ -52,9 +52,7 @@ elem=2
 work=$(mktemp -d "${SHM:-/dev/shm}/zspool-ab.XXXXXX")
 gwpid=
 cleanup() {
-	# a server that died before is not there to kill: errexit must not
-	# end the trap before the work directory (the raw file) is removed
-	[ -z "$gwpid" ] || { kill "$gwpid" 2>/dev/null || true; wait "$gwpid" 2>/dev/null || true; }
+	stop_versitygw
 	rm -rf "$work"
 }
 trap cleanup EXIT

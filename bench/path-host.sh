@@ -53,10 +53,10 @@ work=$(mktemp -d "$shm/zspool-path.XXXXXX")
 gwpid=
 daemonpid=
 cleanup() {
-	# a process that died before is not there to kill: errexit must not
+	# a daemon that died before is not there to kill: errexit must not
 	# end the trap before the work directory is removed
 	[ -z "$daemonpid" ] || kill "$daemonpid" 2>/dev/null || true
-	[ -z "$gwpid" ] || kill "$gwpid" 2>/dev/null || true
+	stop_versitygw
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
