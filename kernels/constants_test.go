@@ -57,12 +57,13 @@ func sameConstants(t *testing.T, file string, src []byte, whose string, cs []cud
 	}
 }
 
-// The host launches the parse, the chunk seeds, the own candidates and the
-// sequences with thread and part counts of its own, which the kernels'
+// The host launches the parse, the chunk seeds, the own candidates, the
+// sequences and the tree descriptions with thread and part counts of its own, which the kernels'
 // CUDA constants must match: a zl_cseed grid of other parts than the
 // kernel's split of its table would leave positions without their chunk
 // seeds, a zl_seq grid of other warps a CTA blocks without their
-// sequences, and only the GPU tests would see it.
+// sequences, a zl_tree grid of other threads blocks without their type,
+// and only the GPU tests would see it.
 func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 	src, err := os.ReadFile("zstdlit_parse.cuh")
 	if err != nil {
@@ -79,6 +80,11 @@ func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameConstants(t, "zstdlit_seq.cuh", seq, "the host's launch", []cudaConstant{{"kSeqWarps", litSeqWarps}})
+	tree, err := os.ReadFile("zstdlit_tree.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameConstants(t, "zstdlit_tree.cuh", tree, "the host's launch", []cudaConstant{{"kTreeThreads", litTreeThreads}})
 }
 
 // zl_cseed keeps its part of the chunk table in shared memory, and every

@@ -102,17 +102,17 @@ type Device struct {
 }
 
 type functions struct {
-	scatter32, scatter64, gather [5]cu.Function // by log2 of the access size
-	keys, scan                   cu.Function
-	litSeed, litParse, litSeq    cu.Function
-	litSeed3                     cu.Function
-	litSeed2, litParse2          cu.Function // the grid's (zstdlit's Options.Grid 2, from GridPhase)
-	litChunkSeed, litParse3      cu.Function
-	litOwn3                      cu.Function
-	litCompact                   cu.Function
-	litPlan, litFrame, litEncode cu.Function
-	litXXH, litChecksum          cu.Function
-	reduce                       [layout.Kinds][layout.Methods]cu.Function
+	scatter32, scatter64, gather          [5]cu.Function // by log2 of the access size
+	keys, scan                            cu.Function
+	litSeed, litParse, litSeq             cu.Function
+	litSeed3                              cu.Function
+	litSeed2, litParse2                   cu.Function // the grid's (zstdlit's Options.Grid 2, from GridPhase)
+	litChunkSeed, litParse3               cu.Function
+	litOwn3                               cu.Function
+	litCompact                            cu.Function
+	litPlan, litTree, litFrame, litEncode cu.Function
+	litXXH, litChecksum                   cu.Function
+	reduce                                [layout.Kinds][layout.Methods]cu.Function
 }
 
 // Open creates a context on GPU ordinal and loads the kernels.
@@ -196,6 +196,7 @@ func (d *Device) setup(ordinal int) error {
 	d.fn.litSeq = get("zl_seq")
 	d.fn.litCompact = get("zl_compact")
 	d.fn.litPlan = get("zl_plan")
+	d.fn.litTree = get("zl_tree")
 	d.fn.litFrame = get("zl_frame")
 	d.fn.litEncode = get("zl_encode")
 	d.fn.litXXH = get("zl_xxh")

@@ -5,7 +5,7 @@
 // RLE or raw). Read the package comment there for the rules; these files
 // follow them exactly.
 //
-// Seven kernels, so that every size is known before a byte is written
+// Eight kernels, so that every size is known before a byte is written
 // and the encoder can write straight into the shard-ordered output:
 //
 //   zl_seed    a thread block per block (zl_seed3 from level 3): every
@@ -27,8 +27,11 @@
 //   zl_plan    one CTA per 128 KiB block: histograms of the literals' four
 //              stream segments, RLE test, Huffman code lengths
 //              (package-merge, 11-bit limit), canonical codes, the exact
-//              size of every stream, the tree description (FSE or direct
-//              weights) and the literals header; the block's type and
+//              size of every stream; the type and content size of a block
+//              without Huffman literals.
+//   zl_tree    a thread per block and accuracy log (zstdlit_tree.cuh): the
+//              tree description (FSE or direct weights) and the literals
+//              header of the blocks with a Huffman code; their type and
 //              content size.
 //   zl_frame   one thread per chunk: the frame header size and every
 //              block's offset in the frame; the frame size, put where the
@@ -56,28 +59,33 @@ constexpr uint32_t kMagic = 0xFD2FB528u;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 
-enum : uint32_t { kRaw = 0, kRLE = 1, kCompressed = 2, kSkip = 3 };
+// kTree is a block's type between zl_plan and zl_tree: Huffman-coded
+// literals whose tree description and literals header zl_tree writes
+// before it gives the block its type.
+enum : uint32_t { kRaw = 0, kRLE = 1, kCompressed = 2, kSkip = 3, kTree = 4 };
 
 // Errors the kernels report in *err (host checks it after a batch).
 enum : uint32_t { kErrStreamSize = 1, kErrState = 2 };
 
-// Block is one block's plan, written by zl_plan and zl_frame, read by
-// zl_encode. The Go side mirrors its size (litBlockBytes).
+// Block is one block's plan, written by zl_plan, zl_tree and zl_frame,
+// read by zl_encode. The Go side mirrors its size (litBlockBytes).
 struct Block {
-	uint32_t type;      // kRaw, kRLE, kCompressed, kSkip (chunk absent)
+	uint32_t type;      // kRaw, kRLE, kCompressed, kSkip (chunk absent); kTree until zl_tree
 	uint32_t content;   // bytes after the 3-byte block header
 	uint32_t hdr_len;   // bytes of hdr used (compressed blocks)
 	uint32_t streams;   // Huffman streams: 1 or 4
-	uint32_t stream[4]; // each stream's bytes
+	uint32_t stream[4]; // each stream's bytes (kTree: its bits)
 	uint32_t out_off;   // the block header's offset within the frame
 	uint32_t lit_n;     // literals: the block's bytes when nseq is 0
 	uint32_t nseq;      // sequences kept (0: the section is the byte 0x00)
 	uint32_t seq_len;   // the sequences section's bytes (zl_seq wrote them after the literals)
 	uint32_t lit_mode;  // kLitHuff, kLitRaw or kLitRLE
+	uint32_t tree;      // kTree: the longest code (bits 0-7) and the symbols with weights (8-15)
+	uint8_t wcount[12]; // kTree: the weights' histogram (kMaxWeight), each at most 255
 	uint32_t pad[3];
 	uint8_t hdr[144]; // literals header, tree description, jump table; or the RLE byte
 };
-static_assert(sizeof(Block) == 208, "Block layout is mirrored in Go");
+static_assert(sizeof(Block) == 224, "Block layout is mirrored in Go");
 
 enum : uint32_t { kLitHuff = 0, kLitRaw = 1, kLitRLE = 2 };
 
@@ -168,6 +176,7 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 
 #include "zstdlit_fse.cuh"
 #include "zstdlit_plan.cuh"
+#include "zstdlit_tree.cuh"
 #include "zstdlit_parse.cuh"
 #include "zstdlit_seed.cuh"
 #include "zstdlit_seqtable.cuh"
@@ -604,7 +613,9 @@ extern "C" __global__ void __launch_bounds__(zl::kSegsPerBlock, 5)
 
 // zl_plan: one CTA per block of every chunk (chunk-major). nonfill, when
 // given, marks the chunks to encode; the others are planned as absent.
-extern "C" __global__ void __launch_bounds__(zl::kThreads)
+// Six CTAs an SM, as before zl_tree took the tree descriptions out: left
+// to itself ptxas now takes 48 registers, which admit five.
+extern "C" __global__ void __launch_bounds__(zl::kThreads, 6)
     zl_plan(const uint8_t *src, const uint8_t *lit, uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks,
             const uint32_t *nonfill, zl::Block *blocks, uint32_t *tables)
 {
@@ -612,6 +623,22 @@ extern "C" __global__ void __launch_bounds__(zl::kThreads)
 	for (uint64_t bi = blockIdx.x; bi < n_blocks; bi += gridDim.x) {
 		zl::plan_block(src, lit, chunk_bytes, (uint32_t)bpc, nonfill, blocks, tables, bi, S);
 		__syncthreads();
+	}
+}
+
+// zl_tree: a CTA per kTreeThreads / 2 blocks, a thread per block and
+// accuracy log (zstdlit_tree.cuh): the tree description and literals
+// header of the blocks zl_plan left kTree, and their type.
+extern "C" __global__ void __launch_bounds__(zl::kTreeThreads)
+    zl_tree(uint64_t chunk_bytes, uint64_t bpc, uint64_t n_blocks, zl::Block *blocks, const uint32_t *tables)
+{
+	__shared__ zl::TreeShared S;
+	constexpr uint32_t per = zl::kTreeThreads / 2;
+	for (uint64_t base = (uint64_t)blockIdx.x * per; base < n_blocks; base += (uint64_t)gridDim.x * per) {
+		const uint64_t bi = base + threadIdx.x / 2;
+		const bool active = bi < n_blocks && blocks[bi].type == zl::kTree;
+		zl::tree_block(chunk_bytes, (uint32_t)bpc, blocks + bi, tables + bi * 256, bi, active, S);
+		__syncwarp();
 	}
 }
 

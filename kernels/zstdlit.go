@@ -17,7 +17,7 @@ import (
 // package zstdlit writes on the CPU.
 
 const (
-	litBlockBytes = 208 // sizeof(zl::Block)
+	litBlockBytes = 224 // sizeof(zl::Block)
 	// litSlotBytes is a segment's room for packed sequences (kSlotStride).
 	litSlotBytes  = litSlotStride * 4
 	litSegThreads = zstdlit.MaxBlockSize / zstdlit.SegmentSize
@@ -271,6 +271,10 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	if err := d.fn.litPlan.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
 		args(src, lit.lit, cb, cu.DevicePtr(bpc), nb, nonfill, lit.blocks, lit.tables)); err != nil {
 		return fmt.Errorf("launch zstd plan: %w", err)
+	}
+	if err := d.fn.litTree.Launch(int(min(ceilDiv(uint64(nBlocks), litTreeThreads/2), 1<<30)), 1, 1, litTreeThreads, 1, 1, 0, s,
+		args(cb, cu.DevicePtr(bpc), nb, lit.blocks, lit.tables)); err != nil {
+		return fmt.Errorf("launch zstd tree descriptions: %w", err)
 	}
 	fg := int(min(ceilDiv(uint64(nChunks), scatterThreads), 1024))
 	if err := d.fn.litFrame.Launch(fg, 1, 1, scatterThreads, 1, 1, 0, s,

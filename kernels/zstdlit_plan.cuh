@@ -1,80 +1,16 @@
 // zstdlit_plan.cuh: zl_plan's device code (histograms, Huffman lengths and
-// codes, the FSE-coded tree description, the block's header). Included by
-// zstdlit.cuh inside namespace zl, after zstdlit_fse.cuh.
+// codes, the block's type when it is not Huffman-coded; the tree
+// description and the Huffman literals header are zstdlit_tree.cuh's).
+// Included by zstdlit.cuh inside namespace zl, after zstdlit_fse.cuh.
 
 #ifndef ZSPOOL_ZSTDLIT_PLAN_CUH
 #define ZSPOOL_ZSTDLIT_PLAN_CUH
 
 // ---------------------------------------------------------------------------
-// FSE compression of Huffman weights (zstdlit/fse.go), serial: one thread
-// per accuracy log, with zstdlit_fse.cuh's tables. Weights are 0..11; ws
-// holds nws ≤ 255 of them.
-
-constexpr int kMaxWeight = 12;
-
-// FseScratch is fse_weights' scratch and fse_encode_states' encoding
-// table. In local memory every step of the chain waited on local loads,
-// and the two threads coding the weights held the CTA's other warps at the
-// barrier after them for a quarter of zl_plan's stall samples (H100, flat
-// fields).
-struct FseScratch {
-	FseWork<kMaxWeight> w;
-	uint8_t spread[64];
-	uint16_t state[64];
-	uint32_t deltaNbBits[kMaxWeight];
-	int32_t deltaFind[kMaxWeight];
-};
-
-// fse_weight_step codes symbol s from state x: its bits to w, then the
-// next state.
-__device__ __forceinline__ void fse_weight_step(const FseScratch &F, uint32_t &x, int s, BitOut &w)
-{
-	const uint32_t nbOut = (x + F.deltaNbBits[s]) >> 16;
-	w.add(x, nbOut);
-	x = F.state[(int32_t)(x >> nbOut) + F.deltaFind[s]];
-}
-
-// fse_encode_states appends the two-state FSE bitstream of ws to out at
-// len, with the state table the decoder builds from norm, and returns the
-// new length. zstdlit's fseEncodeWith after the description. The states
-// take the symbols in turn, the last symbol's state first.
-__device__ uint32_t fse_encode_states(const uint8_t *ws, int nws, const int16_t *norm, int maxSym, int log, uint8_t *out,
-                                      uint32_t len, FseScratch &F)
-{
-	fse_build_ctable(norm, maxSym, log, F.spread, F.w.next, F.state, F.deltaNbBits, F.deltaFind);
-	BitOut w{out, len, UINT32_MAX, 0, 0, false}; // the caller sized out
-	const int n = nws;
-	// a takes symbols n-1, n-3, ...; b takes n-2, n-4, ...
-	uint32_t a = fse_init_state(F.state, F.deltaNbBits, F.deltaFind, ws[n - 1]);
-	uint32_t b = fse_init_state(F.state, F.deltaNbBits, F.deltaFind, ws[n - 2]);
-	int i = n - 3;
-	for (; i >= 1; i -= 2) {
-		fse_weight_step(F, a, ws[i], w);
-		fse_weight_step(F, b, ws[i - 1], w);
-	}
-	if (i == 0)
-		fse_weight_step(F, a, ws[0], w);
-	// The state of odd symbols first, then of even ones.
-	const bool aOdd = ((n - 1) & 1) != 0;
-	w.add(aOdd ? a : b, (uint32_t)log);
-	w.add(aOdd ? b : a, (uint32_t)log);
-	w.close();
-	return w.len;
-}
-
-// fse_weights writes the table description and two-state bitstream of ws
-// with accuracy log `log` into out (room for 256 bytes) and returns its
-// length. count/maxSym are the weights' histogram and largest weight.
-__device__ uint32_t fse_weights(const uint8_t *ws, int nws, const uint32_t *count, int maxSym, int log, uint8_t *out,
-                                FseScratch &F)
-{
-	fse_normalize(count, maxSym, log, F.w.norm, F.w.rem);
-	const uint32_t len = fse_write_ncount(F.w.norm, maxSym, log, out);
-	return fse_encode_states(ws, nws, F.w.norm, maxSym, log, out, len, F);
-}
-
-// ---------------------------------------------------------------------------
 // zl_plan
+
+// kMaxWeight bounds the Huffman weights: 0 (absent) to 11 (kMaxBits).
+constexpr int kMaxWeight = 12;
 
 struct PlanShared {
 	uint32_t wh[kWarps][256]; // per-warp histograms
@@ -87,14 +23,9 @@ struct PlanShared {
 	uint16_t leafPos[kMaxBits - 1][256]; // leaf i's position in list k (k = 2..11)
 	uint32_t lcount[kMaxBits + 1];       // leaves selected from list k
 	uint8_t nb[256];                     // code length per symbol
-	uint8_t ws[256];                     // weights of symbols 0..maxSym-1
-	uint8_t fse[2][264];                 // FSE descriptions, logs 5 and 6
-	FseScratch fseTable[2];              // their encoding tables
-	uint32_t fseLen[2];
 	uint32_t bits[4];
 	uint32_t wcount[kMaxWeight];
-	int maxBit, maxSym, nl, verdict;
-	uint32_t huffSize; // the Huffman literals section's bytes (verdict 1)
+	int maxBit, maxSym;
 	uint8_t first;
 };
 
@@ -274,131 +205,31 @@ __device__ uint32_t huffman_codes(PlanShared &S, uint32_t n, uint32_t *tables)
 	return l;
 }
 
-// tree_candidates lists the weights of symbols 0..maxSym−1 (S.ws) and
-// FSE-codes them with accuracy logs 5 and 6 (S.fse, on threads 0 and 32);
-// it reports whether FSE can code them at all. Called by the whole CTA
-// with each thread's symbol's length l.
-__device__ bool tree_candidates(PlanShared &S, uint32_t l)
+// plan_huffman builds the Huffman code of the block's literals and leaves
+// the block kTree for zl_tree, with what that needs beside the code: the
+// longest code and the symbols the weights list (tree), the weights'
+// histogram (wcount) and each stream's bits (stream). Called by the whole
+// CTA, n the literals.
+__device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *tables)
 {
 	const unsigned tid = threadIdx.x;
-	const int maxBit = S.maxBit;
-	const int maxSym = S.maxSym;
-	if (tid < (unsigned)maxSym)
-		S.ws[tid] = l != 0 ? (uint8_t)(maxBit + 1 - l) : 0;
+	huffman_lengths(S);
+	const uint32_t l = huffman_codes(S, n, tables);
+	const int maxBit = S.maxBit, maxSym = S.maxSym;
 	if (tid < kMaxWeight)
 		S.wcount[tid] = 0;
 	__syncthreads();
 	if (tid < (unsigned)maxSym)
-		atomicAdd(&S.wcount[S.ws[tid]], 1u);
+		atomicAdd(&S.wcount[l != 0 ? maxBit + 1 - l : 0], 1u);
 	__syncthreads();
-	const int nws = maxSym;
-	int distinct = 0, maxW = 0;
-	for (int w = 0; w < kMaxWeight; w++)
-		if (S.wcount[w] != 0) {
-			distinct++;
-			maxW = w;
-		}
-	const bool fsePossible = nws >= 2 && distinct >= 2;
-	if (fsePossible && (tid == 0 || tid == 32)) {
-		const int i = tid == 0 ? 0 : 1;
-		S.fseLen[i] = fse_weights(S.ws, nws, S.wcount, maxW, 5 + i, S.fse[i], S.fseTable[i]);
+	if (tid < kMaxWeight)
+		out->wcount[tid] = (uint8_t)S.wcount[tid]; // at most 255 symbols
+	if (tid < 4)
+		out->stream[tid] = S.bits[tid];
+	if (tid == 0) {
+		out->type = kTree;
+		out->tree = (uint32_t)maxBit | (uint32_t)maxSym << 8;
 	}
-	__syncthreads();
-	return fsePossible;
-}
-
-// write_literals_header writes the Huffman literals header, tree
-// description and jump table of n literals into out, and the section's
-// size (verdict 1), or finds Huffman cannot code them (verdict 0). Thread 0
-// alone.
-__device__ void write_literals_header(PlanShared &S, uint32_t n, Block *out, bool fsePossible)
-{
-	const int nws = S.maxSym;
-	const bool four = n > 1023;
-	// The tree description, the streams' sizes and the literals header.
-	uint8_t *h = out->hdr;
-	uint32_t descLen = 0;
-	const int which = fsePossible && S.fseLen[1] < S.fseLen[0] ? 1 : 0;
-	const bool fseOK = fsePossible && S.fseLen[which] <= 127;
-	const bool direct = nws <= 128;
-	const uint32_t directSize = 1 + (nws + 1) / 2;
-	const uint32_t hdrSize = four ? 5 : 3; // the largest; moved down below
-	uint8_t *d = h + hdrSize;
-	if (fseOK && (!direct || 1 + S.fseLen[which] <= directSize)) {
-		d[0] = (uint8_t)S.fseLen[which];
-		for (uint32_t i = 0; i < S.fseLen[which]; i++)
-			d[1 + i] = S.fse[which][i];
-		descLen = 1 + S.fseLen[which];
-	} else if (direct) {
-		d[0] = (uint8_t)(127 + nws);
-		for (int i = 0; i < nws; i += 2) {
-			uint8_t b = S.ws[i] << 4;
-			if (i + 1 < nws)
-				b |= S.ws[i + 1];
-			d[1 + i / 2] = b;
-		}
-		descLen = directSize;
-	} else {
-		S.verdict = 0;
-		return;
-	}
-	uint32_t streams[4], comp = descLen;
-	for (int s = 0; s < 4; s++) {
-		streams[s] = (four || s == 0) ? (S.bits[s] + 8) / 8 : 0;
-		comp += streams[s];
-	}
-	uint64_t lh;
-	uint32_t size;
-	if (four) {
-		if (streams[0] > 0xFFFF || streams[1] > 0xFFFF || streams[2] > 0xFFFF) {
-			S.verdict = 0;
-			return;
-		}
-		comp += 6;
-		uint8_t *jt = d + descLen;
-		for (int s = 0; s < 3; s++)
-			put_le(jt + 2 * s, streams[s], 2);
-	}
-	if (!four) {
-		if (comp > 1023) {
-			S.verdict = 0;
-			return;
-		}
-		lh = 2 | 0 << 2 | (uint64_t)n << 4 | (uint64_t)comp << 14;
-		size = 3;
-	} else if (n <= 0x3FFF && comp <= 0x3FFF) {
-		lh = 2 | 2 << 2 | (uint64_t)n << 4 | (uint64_t)comp << 18;
-		size = 4;
-	} else if (n <= 0x3FFFF && comp <= 0x3FFFF) {
-		lh = 2 | 3 << 2 | (uint64_t)n << 4 | (uint64_t)comp << 22;
-		size = 5;
-	} else {
-		S.verdict = 0;
-		return;
-	}
-	const uint32_t tail = descLen + (four ? 6 : 0);
-	if (size < hdrSize)
-		for (uint32_t i = 0; i < tail; i++)
-			h[size + i] = h[hdrSize + i];
-	put_le(h, lh, (int)size);
-	out->hdr_len = size + tail;
-	out->streams = four ? 4 : 1;
-	for (int s = 0; s < 4; s++)
-		out->stream[s] = streams[s];
-	S.huffSize = size + comp;
-	S.verdict = 1;
-}
-
-// plan_huffman builds the Huffman code and header of n literals (verdict
-// 1) or reports that Huffman cannot code them (verdict 0). Called by the
-// whole CTA.
-__device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *tables)
-{
-	huffman_lengths(S);
-	const uint32_t l = huffman_codes(S, n, tables);
-	const bool fsePossible = tree_candidates(S, l);
-	if (threadIdx.x == 0)
-		write_literals_header(S, n, out, fsePossible);
 }
 
 // raw_lit_header writes a Raw (typ 0) or RLE (typ 1) literals header for
@@ -421,8 +252,10 @@ __device__ __forceinline__ uint32_t raw_lit_header_size(uint32_t n) { return n <
 
 // choose_literals picks the block's literals section (RLE, Huffman when
 // smaller than Raw, Raw) and keeps the block Compressed when the section
-// and the sequences beat Raw by zstd's minimum gain. Thread 0 alone.
-__device__ void choose_literals(PlanShared &S, const uint8_t *lits, uint32_t L, uint32_t n, bool rleLits,
+// and the sequences beat Raw by zstd's minimum gain. huffSize is the
+// Huffman section's bytes, 0 where Huffman cannot code the literals; lits
+// is read for an RLE section alone. One thread.
+__device__ void choose_literals(uint32_t huffSize, const uint8_t *lits, uint32_t L, uint32_t n, bool rleLits,
                                 Block *out)
 {
 	const uint32_t rawSize = raw_lit_header_size(L) + L;
@@ -430,8 +263,8 @@ __device__ void choose_literals(PlanShared &S, const uint8_t *lits, uint32_t L, 
 	if (rleLits) {
 		section = raw_lit_header_size(L) + 1;
 		mode = kLitRLE;
-	} else if (S.verdict && S.huffSize < rawSize) {
-		section = S.huffSize;
+	} else if (huffSize != 0 && huffSize < rawSize) {
+		section = huffSize;
 		mode = kLitHuff;
 	} else {
 		section = rawSize;
@@ -523,8 +356,6 @@ __device__ void plan_block(const uint8_t *__restrict__ src, const uint8_t *lit, 
 		total += h;
 	}
 	S.hist[tid] = total;
-	if (tid == 0)
-		S.verdict = 0;
 	__syncthreads();
 	if (nseq == 0 && n >= 2 && S.hist[S.first] == n) {
 		if (tid == 0) {
@@ -544,10 +375,10 @@ __device__ void plan_block(const uint8_t *__restrict__ src, const uint8_t *lit, 
 	const bool rleLits = L > 0 && S.hist[S.first] == L;
 	if (!rleLits && L >= kMinHuff) {
 		plan_huffman(S, L, out, tables + bi * 256);
-		__syncthreads();
+		return;
 	}
 	if (tid == 0)
-		choose_literals(S, lits, L, n, rleLits, out);
+		choose_literals(0, lits, L, n, rleLits, out);
 }
 
 #endif
