@@ -58,12 +58,14 @@ func sameConstants(t *testing.T, file string, src []byte, whose string, cs []cud
 }
 
 // The host launches the parse, the chunk seeds, the own candidates, the
-// sequences and the tree descriptions with thread and part counts of its own, which the kernels'
-// CUDA constants must match: a zl_cseed grid of other parts than the
-// kernel's split of its table would leave positions without their chunk
-// seeds, a zl_seq grid of other warps a CTA blocks without their
-// sequences, a zl_tree grid of other threads blocks without their type,
-// and only the GPU tests would see it.
+// sequences and the tree descriptions with thread and part counts of its
+// own, and sizes the blocks' plans, which the kernels' CUDA constants must
+// match: a zl_cseed grid of other parts than the kernel's split of its
+// table would leave positions without their chunk seeds, a zl_seq grid of
+// other warps a CTA blocks without their sequences, a zl_tree grid of
+// other threads blocks without their type, plans smaller than the
+// kernels' Block writes past the allocation, and only the GPU tests would
+// see it.
 func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 	src, err := os.ReadFile("zstdlit_parse.cuh")
 	if err != nil {
@@ -85,6 +87,11 @@ func TestTheHostLaunchesTheSeedAndParseKernelsAsTheyAreWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameConstants(t, "zstdlit_tree.cuh", tree, "the host's launch", []cudaConstant{{"kTreeThreads", litTreeThreads}})
+	lit, err := os.ReadFile("zstdlit.cuh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameConstants(t, "zstdlit.cuh", lit, "the host's allocation", []cudaConstant{{"kBlockBytes", litBlockBytes}})
 }
 
 // zl_cseed keeps its part of the chunk table in shared memory, and every

@@ -15,6 +15,7 @@ const (
 	litOwnWarps         = 4    // zl_own3's CTA in warps, a segment each (kOwnWarps)
 	litSeqWarps         = 3    // zl_seq's CTA in warps, a block each (kSeqWarps)
 	litTreeThreads      = 32   // zl_tree's CTA: a block a pair of threads, one an accuracy log (kTreeThreads)
+	litBlockBytes       = 224  // sizeof(zl::Block), each block's plan (kBlockBytes)
 	// litSlotStride is a segment's room for its packed sequences, in
 	// words: the most it holds, rounded up to whole groups of four, which
 	// the parse stores at once (kSlotStride).

@@ -85,7 +85,8 @@ struct Block {
 	uint32_t pad[3];
 	uint8_t hdr[144]; // literals header, tree description, jump table; or the RLE byte
 };
-static_assert(sizeof(Block) == 224, "Block layout is mirrored in Go");
+constexpr uint32_t kBlockBytes = 224; // litBlockBytes
+static_assert(sizeof(Block) == kBlockBytes, "Block layout is mirrored in Go");
 
 enum : uint32_t { kLitHuff = 0, kLitRaw = 1, kLitRLE = 2 };
 

@@ -17,7 +17,6 @@ import (
 // package zstdlit writes on the CPU.
 
 const (
-	litBlockBytes = 224 // sizeof(zl::Block)
 	// litSlotBytes is a segment's room for packed sequences (kSlotStride).
 	litSlotBytes  = litSlotStride * 4
 	litSegThreads = zstdlit.MaxBlockSize / zstdlit.SegmentSize

@@ -12,6 +12,13 @@
 // kMaxWeight bounds the Huffman weights: 0 (absent) to 11 (kMaxBits).
 constexpr int kMaxWeight = 12;
 
+// huff_weight is the weight of a symbol whose code has l bits (0: absent)
+// in a code whose longest has maxBit (RFC 8878 §4.2.1.1).
+__device__ __forceinline__ uint32_t huff_weight(uint32_t l, int maxBit)
+{
+	return l != 0 ? (uint32_t)maxBit + 1 - l : 0;
+}
+
 struct PlanShared {
 	uint32_t wh[kWarps][256]; // per-warp histograms
 	uint32_t seg[4][256];     // per-stream-segment histograms
@@ -253,7 +260,7 @@ __device__ void plan_huffman(PlanShared &S, uint32_t n, Block *out, uint32_t *ta
 		S.wcount[tid] = 0;
 	__syncthreads();
 	if (tid < (unsigned)maxSym)
-		atomicAdd(&S.wcount[l != 0 ? maxBit + 1 - l : 0], 1u);
+		atomicAdd(&S.wcount[huff_weight(l, maxBit)], 1u);
 	__syncthreads();
 	if (tid < kMaxWeight)
 		out->wcount[tid] = (uint8_t)S.wcount[tid]; // at most 255 symbols

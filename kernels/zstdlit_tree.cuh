@@ -186,7 +186,7 @@ __device__ void tree_block(uint64_t chunk_bytes, uint32_t bpc, Block *__restrict
 		if (first) {
 			for (int s = 0; s < nws; s++) {
 				const uint32_t l = table[s] >> 16;
-				ws[s] = l != 0 ? (uint8_t)(maxBit + 1 - (int)l) : 0;
+				ws[s] = (uint8_t)huff_weight(l, maxBit);
 			}
 			for (int w = 0; w < kMaxWeight; w++)
 				wcount[w] = out->wcount[w];
