@@ -158,7 +158,7 @@ __device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, cons
 	// of its own. Unrolled eight times, zl_encode came to 9,185
 	// instructions (147 KB, more than an SM's instruction cache), and its
 	// warps waited with no instruction in 33% of the stall samples on
-	// bright cells (Nsight Compute, H200); now 3,949 instructions, 5%.
+	// bright cells (Nsight Compute, H200); now 3,872 instructions, 5%.
 	// With pack_pair, the stages after the packing took 2.11 -> 1.74 ms a
 	// GiB on bright cells, 2.46 -> 2.10 on flat fields, 2.33 -> 1.91 on
 	// 8-bit frames and 2.45 -> 2.06 on saturated ones (against
