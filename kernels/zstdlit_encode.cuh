@@ -85,13 +85,19 @@ __device__ __forceinline__ void copy_bytes(uint8_t *__restrict__ d, const uint8_
 		d[i] = __ldg(s + i);
 }
 
-// pack_code adds code e (the code in the low 16 bits, its length above)
-// to a thread's accumulator of nacc bits, ORing each full word into the
-// stage at wi: a stream's last, partial piece (whole ones take pack_pair).
-__device__ __forceinline__ void pack_code(uint32_t e, uint64_t &acc, uint32_t &nacc, uint32_t &wi, uint32_t *stage)
+// append_code adds code e (the code in the low 16 bits, its length
+// above) to a thread's accumulator of nacc bits.
+__device__ __forceinline__ void append_code(uint32_t e, uint64_t &acc, uint32_t &nacc)
 {
 	acc |= (uint64_t)(e & 0xffff) << nacc;
 	nacc += e >> 16;
+}
+
+// pack_code appends code e and ORs each full word into the stage at wi:
+// a stream's last, partial piece (whole ones take pack_pair).
+__device__ __forceinline__ void pack_code(uint32_t e, uint64_t &acc, uint32_t &nacc, uint32_t &wi, uint32_t *stage)
+{
+	append_code(e, acc, nacc);
 	if (nacc >= 32) {
 		atomicOr(&stage[wi], (uint32_t)acc);
 		wi++;
@@ -100,7 +106,7 @@ __device__ __forceinline__ void pack_code(uint32_t e, uint64_t &acc, uint32_t &n
 	}
 }
 
-// pack_pair adds codes e0 and then e1 (each as pack_code's) to a
+// pack_pair appends codes e0 and then e1 to a
 // thread's accumulator of nacc bits (at most 31, then at most 53) and ORs
 // its low word into the stage at wi whether or not it is full, moving on
 // a word when it is: ORing a word's bits again changes nothing. pack_code's
@@ -115,15 +121,25 @@ __device__ __forceinline__ void pack_code(uint32_t e, uint64_t &acc, uint32_t &n
 __device__ __forceinline__ void pack_pair(uint32_t e0, uint32_t e1, uint64_t &acc, uint32_t &nacc, uint32_t &wi,
                                           uint32_t *stage)
 {
-	acc |= (uint64_t)(e0 & 0xffff) << nacc;
-	nacc += e0 >> 16;
-	acc |= (uint64_t)(e1 & 0xffff) << nacc;
-	nacc += e1 >> 16;
+	append_code(e0, acc, nacc);
+	append_code(e1, acc, nacc);
 	atomicOr(&stage[wi], (uint32_t)acc);
 	const bool full = nacc >= 32;
 	wi += full ? 1 : 0;
 	acc = full ? acc >> 32 : acc;
 	nacc -= full ? 32 : 0;
+}
+
+// take_first returns a[0] and moves a's other entries down one; the last
+// keeps its value. With a's size fixed and the loop unrolled, each entry
+// stays in a register of its own (encode_stream's rounds).
+template <typename T, int N> __device__ __forceinline__ T take_first(T (&a)[N])
+{
+	const T x = a[0];
+#pragma unroll
+	for (int k = 0; k < N - 1; k++)
+		a[k] = a[k + 1];
+	return x;
 }
 
 // encode_stream writes the Huffman bitstream of lits[0..m) (m ≤ 32768) at
@@ -166,13 +182,9 @@ __device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, cons
 	uint32_t bits[kRounds] = {};
 #pragma unroll 1
 	for (int r = 0; r < kRounds; r++) {
-		const uint4 cur = v[0];
-#pragma unroll
-		for (int k = 0; k < kRounds - 1; k++) {
-			v[k] = v[k + 1];
-			bits[k] = bits[k + 1];
-		}
+		const uint4 cur = take_first(v);
 		v[kRounds - 1] = cur;
+		take_first(bits);
 		const uint32_t at = (uint32_t)r * kRound + tid * kPiece;
 		uint32_t sum = 0;
 		if ((uint32_t)r < rounds && at < m) {
@@ -230,13 +242,8 @@ __device__ void encode_stream(const uint8_t *__restrict__ lits, uint32_t m, cons
 	// go in a loop, as the count's.
 #pragma unroll 1
 	for (int r = 0; r < kRounds; r++) {
-		const uint4 cur = v[0];
-		const uint32_t st = start[0];
-#pragma unroll
-		for (int k = 0; k < kRounds - 1; k++) {
-			v[k] = v[k + 1];
-			start[k] = start[k + 1];
-		}
+		const uint4 cur = take_first(v);
+		const uint32_t st = take_first(start);
 		const uint32_t at = (uint32_t)r * kRound + tid * kPiece;
 		if ((uint32_t)r >= rounds || at >= m)
 			continue;
