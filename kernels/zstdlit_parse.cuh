@@ -244,6 +244,29 @@ __device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uin
 	}
 }
 
+// batch_hashes sets x, y (batch_keys) and h, the seed_hash of each of the
+// batch's keys (hm masks its bytes of the second word), from i on.
+template <int HB, uint32_t G, uint32_t B>
+__device__ __forceinline__ void batch_hashes(const SegView<HB> &V, uint32_t i, uint32_t hm, uint32_t x[B],
+                                             uint32_t y[B], uint32_t h[B])
+{
+	batch_keys<HB, G, B>(V, i, x, y);
+#pragma unroll
+	for (uint32_t k = 0; k < B; k++)
+		h[k] = seed_hash(x[k], y[k] & hm, HB);
+}
+
+// set_batch puts the batch's positions from i below to into the
+// segment's table, by their hashes h.
+template <int HB, uint32_t G, uint32_t B>
+__device__ __forceinline__ void set_batch(const SegView<HB> &V, const uint32_t h[B], uint32_t i, uint32_t to)
+{
+#pragma unroll
+	for (uint32_t k = 0; k < B; k++)
+		if (i + G * k < to)
+			V.set(h[k], i + G * k);
+}
+
 // load_seeds loads the seeds of the batch's B grid positions from i of a
 // segment of n bytes (seed holds the segment's, one a grid position),
 // kNoSeed for those without a whole key before its end.
@@ -339,15 +362,9 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		const bool inserting = ins < ins_to;
 		const uint32_t j0 = inserting ? ins : i;
 		uint32_t x[B], y[B], h[B], c[B];
-		batch_keys<HB, G, B>(V, j0, x, y);
-#pragma unroll
-		for (uint32_t k = 0; k < B; k++)
-			h[k] = seed_hash(x[k], y[k] & hm, HB);
+		batch_hashes<HB, G, B>(V, j0, hm, x, y, h);
 		if (inserting) {
-#pragma unroll
-			for (uint32_t k = 0; k < B; k++)
-				if (j0 + G * k < ins_to)
-					V.set(h[k], j0 + G * k);
+			set_batch<HB, G, B>(V, h, j0, ins_to);
 			ins = j0 + G * B;
 			continue;
 		}
@@ -459,12 +476,9 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		ins = i + G * cnt;
 		ins_to = end < last ? end : last;
 		if (ins < ins_to) {
-			uint32_t x2[B], y2[B];
-			batch_keys<HB, G, B>(V, ins, x2, y2);
-#pragma unroll
-			for (uint32_t k = 0; k < B; k++)
-				if (ins + G * k < ins_to)
-					V.set(seed_hash(x2[k], y2[k] & hm, HB), ins + G * k);
+			uint32_t x2[B], y2[B], h2[B];
+			batch_hashes<HB, G, B>(V, ins, hm, x2, y2, h2);
+			set_batch<HB, G, B>(V, h2, ins, ins_to);
 			ins += G * B;
 		}
 		uint32_t start = p;
