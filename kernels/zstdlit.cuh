@@ -175,6 +175,16 @@ __device__ void write_frame_header(uint8_t *dst, uint64_t n, bool checksum)
 	}
 }
 
+// block_geometry finds block bi's chunk, its offset in the chunk and its
+// length: every kernel that takes a block a CTA (or a thread) starts here.
+__device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bpc, uint64_t bi, uint64_t &chunk,
+                                               uint64_t &off, uint32_t &n)
+{
+	chunk = bi / bpc;
+	off = (uint64_t)(bi % bpc) * kBlock;
+	n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
+}
+
 #include "zstdlit_fse.cuh"
 #include "zstdlit_plan.cuh"
 #include "zstdlit_tree.cuh"

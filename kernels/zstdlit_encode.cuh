@@ -286,10 +286,10 @@ __device__ void encode_block(const uint8_t *__restrict__ src, const uint8_t *__r
 	const uint32_t type = blk->type;
 	if (type == kSkip)
 		return;
-	const uint64_t chunk = bi / bpc;
-	const uint32_t b = (uint32_t)(bi % bpc);
-	const uint64_t off = (uint64_t)b * kBlock;
-	const uint32_t n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
+	uint64_t chunk, off;
+	uint32_t n;
+	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
+	const uint32_t b = (uint32_t)(bi % bpc); // the block's index in its frame
 	const uint8_t *p = src + chunk * chunk_bytes + off;
 	uint8_t *frame = out + offsets[key_of != nullptr ? key_of[chunk] : chunk];
 	uint8_t *dst = frame + blk->out_off;

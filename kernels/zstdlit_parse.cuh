@@ -561,16 +561,6 @@ __device__ uint32_t parse_segment_own(const SegView<kStrongHashBits> &V, uint32_
 	return out.finish(slot, side, n);
 }
 
-// block_geometry finds block bi's chunk, its offset in the chunk and its
-// length.
-__device__ __forceinline__ void block_geometry(uint64_t chunk_bytes, uint32_t bpc, uint64_t bi, uint64_t &chunk,
-                                               uint64_t &off, uint32_t &n)
-{
-	chunk = bi / bpc;
-	off = (uint64_t)(bi % bpc) * kBlock;
-	n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
-}
-
 // block_skipped says whether the match stages (the seeds, the parse, the
 // sequences) pass over a block of n bytes of chunk chunk: its chunk is not
 // to be encoded (nonfill), or it is too short for Huffman literals, so

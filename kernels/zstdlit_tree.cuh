@@ -116,18 +116,16 @@ __device__ uint32_t write_literals_header(const uint8_t *ws, int nws, bool fsePo
 	uint64_t lh;
 	uint32_t size;
 	if (four) {
-		if (streams[0] > 0xFFFF || streams[1] > 0xFFFF || streams[2] > 0xFFFF) {
+		if (streams[0] > 0xFFFF || streams[1] > 0xFFFF || streams[2] > 0xFFFF)
 			return 0;
-		}
 		comp += 6;
 		uint8_t *jt = d + descLen;
 		for (int s = 0; s < 3; s++)
 			put_le(jt + 2 * s, streams[s], 2);
 	}
 	if (!four) {
-		if (comp > 1023) {
+		if (comp > 1023)
 			return 0;
-		}
 		lh = 2 | 0 << 2 | (uint64_t)n << 4 | (uint64_t)comp << 14;
 		size = 3;
 	} else if (n <= 0x3FFF && comp <= 0x3FFF) {
@@ -150,7 +148,6 @@ __device__ uint32_t write_literals_header(const uint8_t *ws, int nws, bool fsePo
 		out->stream[s] = streams[s];
 	return size + comp;
 }
-
 
 // kTreeThreads is zl_tree's CTA: kTreeThreads / 2 blocks, a thread for
 // each of the two accuracy logs.
@@ -208,8 +205,9 @@ __device__ void tree_block(uint64_t chunk_bytes, uint32_t bpc, Block *__restrict
 	__syncwarp();
 	if (!active || !first)
 		return;
-	const uint64_t off = (uint64_t)(bi % bpc) * kBlock;
-	const uint32_t n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
+	uint64_t chunk, off;
+	uint32_t n;
+	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
 	const uint32_t L = out->nseq != 0 ? out->lit_n : n;
 	const uint8_t *const fse[2] = {S.fse[t], S.fse[t + 1]};
 	const uint32_t fseLen[2] = {S.fseLen[t], S.fseLen[t + 1]};
