@@ -289,7 +289,7 @@ __device__ void encode_block(const uint8_t *__restrict__ src, const uint8_t *__r
 	uint64_t chunk, off;
 	uint32_t n;
 	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
-	const uint32_t b = (uint32_t)(bi % bpc); // the block's index in its frame
+	const uint32_t b = (uint32_t)(off / kBlock); // the block's index in its frame
 	const uint8_t *p = src + chunk * chunk_bytes + off;
 	uint8_t *frame = out + offsets[key_of != nullptr ? key_of[chunk] : chunk];
 	uint8_t *dst = frame + blk->out_off;
