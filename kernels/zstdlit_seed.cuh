@@ -1,6 +1,6 @@
 // zstdlit_seed.cuh: how the seeds are found: zl_seed's tagged hash and
 // its candidates on their way to seed[] (PendingSeed, for seed_blocks in
-// zstdlit.cuh), and zl_cseed's table over a chunk's earlier blocks, a part
+// zstdlit_walk.cuh), and zl_cseed's table over a chunk's earlier blocks, a part
 // a thread block (ChunkPart). The seeds' format is zstdlit_parse.cuh's,
 // which is included before this file inside namespace zl.
 
