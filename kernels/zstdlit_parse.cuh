@@ -208,76 +208,7 @@ __device__ __forceinline__ uint64_t segs_per_chunk(uint64_t chunk_bytes)
 #include "zstdlit_repcode.cuh"
 #include "zstdlit_segment.cuh"
 #include "zstdlit_slot.cuh"
-
-// seed_match_len is the length of the common prefix of blk[c..] (global
-// memory, an earlier segment's bytes, c negative in an earlier block) and
-// the lane's segment from i, capped at the segment's end n, its first l
-// bytes known to agree.
-template <int HB>
-__device__ __forceinline__ uint32_t seed_match_len(const SegView<HB> &V, const uint8_t *__restrict__ blk, uint32_t c,
-                                                   uint32_t i, uint32_t n, uint32_t l)
-{
-	const uint8_t *q = blk + (int32_t)c;
-	while (i + l + 8 <= n) {
-		const uint32_t x0 = gword(q + l) ^ V.word(i + l), x1 = gword(q + l + 4) ^ V.word(i + l + 4);
-		if (x0 != 0)
-			return l + (uint32_t)(__ffs(x0) - 1) / 8;
-		if (x1 != 0)
-			return l + 4 + (uint32_t)(__ffs(x1) - 1) / 8;
-		l += 8;
-	}
-	while (i + l < n && q[l] == V.byte(i + l))
-		l++;
-	return l;
-}
-
-// batch_keys sets x[k] and y[k] to the words at the k-th grid position
-// from i and 4 bytes on, k < B (the caller's batch, batch_of).
-template <int HB, uint32_t G, uint32_t B>
-__device__ __forceinline__ void batch_keys(const SegView<HB> &V, uint32_t i, uint32_t x[B], uint32_t y[B])
-{
-	if constexpr (G == 1) {
-		V.template window<B>(i, x);
-		V.template window<B>(i + 4, y);
-	} else {
-		V.template window2<B>(i, x, y);
-	}
-}
-
-// batch_hashes sets x, y (batch_keys) and h, the seed_hash of each of the
-// batch's keys (hm masks its bytes of the second word), from i on.
-template <int HB, uint32_t G, uint32_t B>
-__device__ __forceinline__ void batch_hashes(const SegView<HB> &V, uint32_t i, uint32_t hm, uint32_t x[B],
-                                             uint32_t y[B], uint32_t h[B])
-{
-	batch_keys<HB, G, B>(V, i, x, y);
-#pragma unroll
-	for (uint32_t k = 0; k < B; k++)
-		h[k] = seed_hash(x[k], y[k] & hm, HB);
-}
-
-// set_batch puts the batch's positions from i below to into the
-// segment's table, by their hashes h.
-template <int HB, uint32_t G, uint32_t B>
-__device__ __forceinline__ void set_batch(const SegView<HB> &V, const uint32_t h[B], uint32_t i, uint32_t to)
-{
-#pragma unroll
-	for (uint32_t k = 0; k < B; k++)
-		if (i + G * k < to)
-			V.set(h[k], i + G * k);
-}
-
-// load_seeds loads the seeds of the batch's B grid positions from i of a
-// segment of n bytes (seed holds the segment's, one a grid position),
-// kNoSeed for those without a whole key before its end.
-template <uint32_t G, uint32_t B>
-__device__ __forceinline__ void load_seeds(const uint32_t *__restrict__ seed, uint32_t i, uint32_t n, uint32_t key,
-                                           uint32_t sc[B])
-{
-#pragma unroll
-	for (uint32_t k = 0; k < B; k++)
-		sc[k] = i + G * k + key <= n ? __ldg(seed + i / G + k) : kNoSeed;
-}
+#include "zstdlit_batch.cuh"
 
 // parse_segment is zstdlit's parseSegment for the lane's segment of n
 // bytes in S, which starts a bytes into the block at blk: the segment's
@@ -361,7 +292,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 	while (i + key <= n) {
 		const bool inserting = ins < ins_to;
 		const uint32_t j0 = inserting ? ins : i;
-		uint32_t x[B], y[B], h[B], c[B];
+		uint32_t x[B], y[B], h[B];
 		batch_hashes<HB, G, B>(V, j0, hm, x, y, h);
 		if (inserting) {
 			set_batch<HB, G, B>(V, h, j0, ins_to);
@@ -371,85 +302,10 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 		// the batch's eligible positions: i + G*k + key <= n
 		const uint32_t elig = (n - key - i) / G + 1;
 		const uint32_t cnt = elig < B ? elig : B;
-#pragma unroll
-		for (uint32_t k = 0; k < B; k++)
-			c[k] = V.get(h[k]);
-		// The batch's own earlier positions are newer than the table's.
-#pragma unroll
-		for (uint32_t k = 1; k < B; k++)
-#pragma unroll
-			for (uint32_t j = 0; j < k; j++)
-				c[k] = h[j] == h[k] ? i + G * j : c[k];
-		// All loads before the stores: the compiler cannot tell the table
-		// from the bytes, and would order each load after the last store.
-		uint32_t w[B], v[B];
-#pragma unroll
-		for (uint32_t k = 0; k < B; k++) {
-			w[k] = V.word(c[k] != kNoPos ? c[k] : 0);
-			v[k] = V.word(c[k] != kNoPos ? c[k] + 4 : 0);
-		}
-		// A position is worth a look when its own candidate shares the
-		// key's bytes, or it has a seed (which does). The tests are
-		// combined bitwise, not by && and ||: nvcc made each short
-		// circuit a branch, four and a reconvergence a position, and with
-		// four warps an SM (level 3) the parse waited on those branches in
-		// 13% of its stall samples.
-		uint32_t look = 0;
-#pragma unroll
-		for (uint32_t k = 0; k < B; k++) {
-			const bool own = (c[k] != kNoPos) & (w[k] == x[k]) & (((v[k] ^ y[k]) & mmask) == 0);
-			const bool seeded = (sc[k] != kNoSeed) & (!Strict | (seed_known<G>(sc[k]) >= sneed));
-			look |= (uint32_t)((k < cnt) & (own | seeded)) << k;
-		}
-		uint32_t at = 0, l = 0, off = 0;
-		bool in_seg = true; // the match's candidate lies in the segment
-		// A seed's bytes before it known to agree (kSeedBackShift), and
-		// whether more may.
-		uint32_t back = 0;
-		bool back_more = true;
-		while (look != 0) {
-			at = (uint32_t)(__ffs(look) - 1);
-			look &= look - 1;
-			uint32_t cand = c[0], sd = sc[0], wa = w[0], xa = x[0], va = v[0], ya = y[0];
-#pragma unroll
-			for (uint32_t k = 1; k < B; k++)
-				if (at == k) {
-					cand = c[k];
-					sd = sc[k];
-					wa = w[k];
-					xa = x[k];
-					va = v[k];
-					ya = y[k];
-				}
-			const uint32_t p = i + G * at;
-			l = 0;
-			if (cand != kNoPos && wa == xa && ((va ^ ya) & mmask) == 0) {
-				l = V.match_len(cand + 4, p + 4, n) + 4;
-				off = p - cand;
-				in_seg = true;
-			}
-			if (l < mm && sd != kNoSeed) {
-				// zl_seed's seeds come with their first bytes measured
-				// (the fast rung has no chunk table, whose seeds do
-				// not).
-				const uint32_t c = sd & kSeedPosMask;
-				const uint32_t known = seed_known<G>(sd);
-				const uint32_t ls =
-				    known < kSeedMeasured || known == n - p ? known : seed_match_len(V, blk, c, p, n, known);
-				if (ls >= mm) {
-					l = ls;
-					off = a + p - c;
-					in_seg = false;
-					if constexpr (G > 1) {
-						back = sd >> kSeedBackShift;
-						back_more = back == kSeedBack;
-					}
-				}
-			}
-			if (l >= mm)
-				break;
-			l = 0;
-		}
+		uint32_t c[B], w[B], v[B]; // the own candidates and their first words
+		const uint32_t look = batch_look<HB, G, B, Strict>(V, i, cnt, h, x, y, sc, mmask, sneed, c, w, v);
+		const BatchMatch m = batch_match<HB, G, B>(V, look, i, c, sc, w, x, v, y, n, mm, mmask, blk, a);
+		const uint32_t at = m.at, l = m.l, off = m.off;
 		// Only the positions before the match's end go in now: a short
 		// match early in the batch ends before it does, and the parse
 		// looks the rest up again from there.
@@ -481,20 +337,7 @@ __device__ uint32_t parse_segment(const SegView<HB> &V, uint32_t n, uint32_t *__
 			set_batch<HB, G, B>(V, h2, ins, ins_to);
 			ins += G * B;
 		}
-		uint32_t start = p;
-		if (G > 1) {
-			// The candidate's bytes before it: the segment's own from
-			// p - off, or the block's (global memory) from a + p - off.
-			if (in_seg) {
-				while (start > out.litStart && start - 1 >= off && V.byte(start - 1) == V.byte(start - 1 - off))
-					start--;
-			} else {
-				start -= back < start - out.litStart ? back : start - out.litStart;
-				if (back_more)
-					while (start > out.litStart && a + start - 1 >= off && V.byte(start - 1) == blk[a + start - 1 - off])
-						start--;
-			}
-		}
+		const uint32_t start = G > 1 ? match_start(V, m, p, out.litStart, blk, a) : p;
 		out.emit(slot, side, start, end, off);
 		i = inext;
 	}
