@@ -57,86 +57,99 @@ func (e *Engine) planLevels() error {
 	return nil
 }
 
-// allocate takes the engine's device and pinned memory, streams and
-// events. On the device goroutine.
-func (e *Engine) allocate() error {
+// memoryPlan is what allocate takes, worked out before any of it is: the
+// buffers that serve every level (sized by the largest level's needs),
+// each level's layout, and the device memory all of it needs.
+type memoryPlan struct {
+	layoutBytes, flagChunks, sizeKeys int64
+	levelOut                          []*layout.Params // by level index; nil at level 0
+	need                              int64
+}
+
+// planMemory sizes the engine's buffers: level 0's input, output and
+// offsets twice (the batches alternate), each level's rows, pending
+// frame, outputs and offsets, the layout, flags, keys and sizes shared by
+// every level's emissions, and the GPU encoder's scratch.
+func (e *Engine) planMemory() (memoryPlan, error) {
 	in, out, keys := int64(e.full.InBytes), e.outBytes(e.full, e.chunk), int64(e.full.Keys)
-	chunks := int64(e.full.NChunks)
-	// The layout, flags, keys and sizes serve level 0 and every level's
-	// emissions: the largest of them sizes each.
-	layoutBytes, flagChunks, sizeKeys := int64(e.full.OutBytes()), chunks, keys
-	need := 2*in + 2*out + 2*8*(keys+1)
-	levelOut := make([]*layout.Params, len(e.levels))
+	m := memoryPlan{layoutBytes: int64(e.full.OutBytes()), flagChunks: int64(e.full.NChunks), sizeKeys: keys,
+		levelOut: make([]*layout.Params, len(e.levels))}
+	m.need = 2*in + 2*out + 2*8*(keys+1)
 	for _, lv := range e.levels[1:] {
 		lp, err := layout.New(e.plan.Levels[lv.index].Grid, lv.maxFrames, e.plan.Elem)
 		if err != nil {
-			return fmt.Errorf("level %d: %w", lv.index, err)
+			return m, fmt.Errorf("level %d: %w", lv.index, err)
 		}
-		levelOut[lv.index] = lp
-		layoutBytes = max(layoutBytes, int64(lp.OutBytes()))
-		flagChunks = max(flagChunks, int64(lp.NChunks))
-		sizeKeys = max(sizeKeys, int64(lp.Keys))
-		need += e.pyr.Capacity(lv.index)*lv.frameBytes + lv.inFrame + 2*e.outBytes(lp, lv.chunk) + 2*8*int64(lp.Keys+1)
+		m.levelOut[lv.index] = lp
+		m.layoutBytes = max(m.layoutBytes, int64(lp.OutBytes()))
+		m.flagChunks = max(m.flagChunks, int64(lp.NChunks))
+		m.sizeKeys = max(m.sizeKeys, int64(lp.Keys))
+		m.need += e.pyr.Capacity(lv.index)*lv.frameBytes + lv.inFrame + 2*e.outBytes(lp, lv.chunk) + 2*8*int64(lp.Keys+1)
 	}
-	need += layoutBytes + 4*flagChunks + 8*flagChunks + 8*sizeKeys
+	m.need += m.layoutBytes + 4*m.flagChunks + 8*m.flagChunks + 8*m.sizeKeys
 	// Level chunks are never larger than level 0's (same shape, clamped).
 	if e.gpuZstd {
-		need += litScratchBytes(e.chunk, flagChunks, e.litOpt)
+		m.need += litScratchBytes(e.chunk, m.flagChunks, e.litOpt)
 	}
-	if free, _, err := cu.MemInfo(); err == nil && need > free {
-		return fmt.Errorf("the engine needs %s of GPU memory, %s is free: lower dimensions[0].chunk",
-			pipeline.FormatBytes(need), pipeline.FormatBytes(free))
+	return m, nil
+}
+
+// devAlloc allocates n bytes of device memory (at least 8) into dst.
+func devAlloc(dst *cu.DevicePtr, n int64) error {
+	var err error
+	if *dst, err = cu.MemAlloc(max(n, 8)); err != nil {
+		return fmt.Errorf("allocate %s of GPU memory: %w", pipeline.FormatBytes(n), err)
 	}
-	alloc := func(dst *cu.DevicePtr, n int64) error {
-		var err error
-		if *dst, err = cu.MemAlloc(max(n, 8)); err != nil {
-			return fmt.Errorf("allocate %s of GPU memory: %w", pipeline.FormatBytes(n), err)
+	return nil
+}
+
+// pinnedAlloc allocates n bytes of pinned host memory into dst.
+func pinnedAlloc(dst *[]byte, n int64) error {
+	var err error
+	*dst, err = hostAlloc(n)
+	return err
+}
+
+// firstErr is the first of steps that failed, nil if none did. Every
+// step has run: what a failed one left allocated, free releases.
+func firstErr(steps ...error) error {
+	for _, err := range steps {
+		if err != nil {
+			return err
 		}
-		return nil
 	}
-	pinned := func(dst *[]byte, n int64) error {
-		var err error
-		*dst, err = hostAlloc(n)
+	return nil
+}
+
+// allocate takes the engine's device and pinned memory, streams and
+// events. On the device goroutine.
+func (e *Engine) allocate() error {
+	m, err := e.planMemory()
+	if err != nil {
 		return err
 	}
+	if free, _, err := cu.MemInfo(); err == nil && m.need > free {
+		return fmt.Errorf("the engine needs %s of GPU memory, %s is free: lower dimensions[0].chunk",
+			pipeline.FormatBytes(m.need), pipeline.FormatBytes(free))
+	}
+	in, out, keys := int64(e.full.InBytes), e.outBytes(e.full, e.chunk), int64(e.full.Keys)
 	for b := range 2 {
-		for _, step := range []error{
-			alloc(&e.dIn[b], in), alloc(&e.dOut[b], out), alloc(&e.dOffsets[b], 8*(keys+1)),
-			pinned(&e.staging[b], in), pinned(&e.hOut[b], out), pinned(&e.hOffsets[b], 8*(keys+1)),
-		} {
-			if step != nil {
-				return step
-			}
+		if err := firstErr(devAlloc(&e.dIn[b], in), devAlloc(&e.dOut[b], out), devAlloc(&e.dOffsets[b], 8*(keys+1)),
+			pinnedAlloc(&e.staging[b], in), pinnedAlloc(&e.hOut[b], out), pinnedAlloc(&e.hOffsets[b], 8*(keys+1))); err != nil {
+			return err
 		}
 	}
-	for _, step := range []error{
-		alloc(&e.dLayout, layoutBytes), alloc(&e.dFlags, 4*flagChunks), alloc(&e.dKeyOf, 8*flagChunks), alloc(&e.dSizes, 8*sizeKeys),
-	} {
-		if step != nil {
-			return step
-		}
+	if err := firstErr(devAlloc(&e.dLayout, m.layoutBytes), devAlloc(&e.dFlags, 4*m.flagChunks),
+		devAlloc(&e.dKeyOf, 8*m.flagChunks), devAlloc(&e.dSizes, 8*m.sizeKeys)); err != nil {
+		return err
 	}
 	for _, lv := range e.levels[1:] {
-		lp := levelOut[lv.index]
-		lo, lk := e.outBytes(lp, lv.chunk), int64(lp.Keys)
-		steps := []error{alloc(&lv.dRows, e.pyr.Capacity(lv.index)*lv.frameBytes), alloc(&lv.dPending, lv.inFrame)}
-		for b := range 2 {
-			steps = append(steps, alloc(&lv.dOut[b], lo), alloc(&lv.dOffsets[b], 8*(lk+1)),
-				pinned(&lv.hOut[b], lo), pinned(&lv.hOffsets[b], 8*(lk+1)))
-		}
-		for _, step := range steps {
-			if step != nil {
-				return fmt.Errorf("level %d: %w", lv.index, step)
-			}
-		}
-		var err error
-		if lv.rk, err = e.dev.prepareReduce(lv.red); err != nil {
+		if err := e.allocateLevel(lv, m.levelOut[lv.index]); err != nil {
 			return fmt.Errorf("level %d: %w", lv.index, err)
 		}
 	}
-	var err error
 	if e.gpuZstd {
-		if e.lit, err = allocLit(e.chunk, flagChunks, e.litOpt); err != nil {
+		if e.lit, err = allocLit(e.chunk, m.flagChunks, e.litOpt); err != nil {
 			return err
 		}
 	}
@@ -156,6 +169,24 @@ func (e *Engine) allocate() error {
 		e.inflight[i].offsets = make([]uint64, keys+1)
 	}
 	return nil
+}
+
+// allocateLevel takes a pyramid level's buffers (its rows, the pending
+// frame, and twice its output and offsets, for layout lp) and readies its
+// reduction.
+func (e *Engine) allocateLevel(lv *level, lp *layout.Params) error {
+	lo, lk := e.outBytes(lp, lv.chunk), int64(lp.Keys)
+	steps := []error{devAlloc(&lv.dRows, e.pyr.Capacity(lv.index)*lv.frameBytes), devAlloc(&lv.dPending, lv.inFrame)}
+	for b := range 2 {
+		steps = append(steps, devAlloc(&lv.dOut[b], lo), devAlloc(&lv.dOffsets[b], 8*(lk+1)),
+			pinnedAlloc(&lv.hOut[b], lo), pinnedAlloc(&lv.hOffsets[b], 8*(lk+1)))
+	}
+	if err := firstErr(steps...); err != nil {
+		return err
+	}
+	var err error
+	lv.rk, err = e.dev.prepareReduce(lv.red)
+	return err
 }
 
 // outBytes is the size of an output buffer for a batch of layout lp:
