@@ -206,6 +206,50 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 	if err := d.litHash(s, lit, src, chunkBytes, nChunks, nonfill); err != nil {
 		return err
 	}
+	if err := d.litMatches(s, lit, src, chunkBytes, nChunks, nonfill); err != nil {
+		return err
+	}
+	grid := int(min(nBlocks, 1<<30))
+	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
+	seqGrid := int(min(ceilDiv(uint64(nBlocks), litSeqWarps), 1<<30))
+	if err := d.fn.litSeq.Launch(seqGrid, 1, 1, 32*litSeqWarps, 1, 1, 0, s,
+		args(cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.side, lit.meta, lit.lit, lit.blocks)); err != nil {
+		return fmt.Errorf("launch zstd sequences: %w", err)
+	}
+	if err := lit.mark(s, 2); err != nil {
+		return err
+	}
+	if err := d.fn.litCompact.Launch(grid, 1, 1, litSegThreads, 1, 1, 0, s,
+		args(src, cb, cu.DevicePtr(bpc), nb, lit.seqs, lit.meta, lit.lit, lit.blocks)); err != nil {
+		return fmt.Errorf("launch zstd literal packing: %w", err)
+	}
+	if err := lit.mark(s, 3); err != nil {
+		return err
+	}
+	if err := d.fn.litPlan.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
+		args(src, lit.lit, cb, cu.DevicePtr(bpc), nb, nonfill, lit.blocks, lit.tables)); err != nil {
+		return fmt.Errorf("launch zstd plan: %w", err)
+	}
+	if err := d.fn.litTree.Launch(int(min(ceilDiv(uint64(nBlocks), litTreeThreads/2), 1<<30)), 1, 1, litTreeThreads, 1, 1, 0, s,
+		args(cb, cu.DevicePtr(bpc), nb, lit.blocks, lit.tables)); err != nil {
+		return fmt.Errorf("launch zstd tree descriptions: %w", err)
+	}
+	fg := int(min(ceilDiv(uint64(nChunks), scatterThreads), 1024))
+	if err := d.fn.litFrame.Launch(fg, 1, 1, scatterThreads, 1, 1, 0, s,
+		args(cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, sizes, lit.checksum())); err != nil {
+		return fmt.Errorf("launch zstd frame layout: %w", err)
+	}
+	return nil
+}
+
+// litMatches launches the match stages of litSizes' chunks: the seeds
+// (from level 3 the chunk's and the segments' own candidates too), then
+// the parse, which leaves each segment's sequences in lit. On the device
+// goroutine.
+func (d *Device) litMatches(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkBytes, nChunks int64,
+	nonfill cu.DevicePtr) error {
+	bpc := litBlocks(chunkBytes)
+	nBlocks := bpc * nChunks
 	grid := int(min(nBlocks, 1<<30))
 	cb, nb := cu.DevicePtr(chunkBytes), cu.DevicePtr(nBlocks)
 	key := cu.DevicePtr(lit.opt.KeyBytes())
@@ -249,38 +293,7 @@ func (d *Device) litSizes(s cu.Stream, lit *litScratch, src cu.DevicePtr, chunkB
 			lit.seed, lit.side, key, phase)); err != nil {
 		return fmt.Errorf("launch zstd match parse: %w", err)
 	}
-	if err := lit.mark(s, 1); err != nil {
-		return err
-	}
-	seqGrid := int(min(ceilDiv(uint64(nBlocks), litSeqWarps), 1<<30))
-	if err := d.fn.litSeq.Launch(seqGrid, 1, 1, 32*litSeqWarps, 1, 1, 0, s,
-		args(cb, cu.DevicePtr(bpc), nb, nonfill, lit.seqs, lit.side, lit.meta, lit.lit, lit.blocks)); err != nil {
-		return fmt.Errorf("launch zstd sequences: %w", err)
-	}
-	if err := lit.mark(s, 2); err != nil {
-		return err
-	}
-	if err := d.fn.litCompact.Launch(grid, 1, 1, litSegThreads, 1, 1, 0, s,
-		args(src, cb, cu.DevicePtr(bpc), nb, lit.seqs, lit.meta, lit.lit, lit.blocks)); err != nil {
-		return fmt.Errorf("launch zstd literal packing: %w", err)
-	}
-	if err := lit.mark(s, 3); err != nil {
-		return err
-	}
-	if err := d.fn.litPlan.Launch(grid, 1, 1, litThreads, 1, 1, 0, s,
-		args(src, lit.lit, cb, cu.DevicePtr(bpc), nb, nonfill, lit.blocks, lit.tables)); err != nil {
-		return fmt.Errorf("launch zstd plan: %w", err)
-	}
-	if err := d.fn.litTree.Launch(int(min(ceilDiv(uint64(nBlocks), litTreeThreads/2), 1<<30)), 1, 1, litTreeThreads, 1, 1, 0, s,
-		args(cb, cu.DevicePtr(bpc), nb, lit.blocks, lit.tables)); err != nil {
-		return fmt.Errorf("launch zstd tree descriptions: %w", err)
-	}
-	fg := int(min(ceilDiv(uint64(nChunks), scatterThreads), 1024))
-	if err := d.fn.litFrame.Launch(fg, 1, 1, scatterThreads, 1, 1, 0, s,
-		args(cu.DevicePtr(chunkBytes), cu.DevicePtr(bpc), cu.DevicePtr(nChunks), lit.blocks, keyOf, sizes, lit.checksum())); err != nil {
-		return fmt.Errorf("launch zstd frame layout: %w", err)
-	}
-	return nil
+	return lit.mark(s, 1)
 }
 
 // litWrite writes the frames litSizes planned into out, chunk i's at
