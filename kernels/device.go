@@ -168,6 +168,18 @@ func (d *Device) setup(ordinal int) error {
 	if err != nil {
 		return fail(fmt.Errorf("GPU %d (%s, sm_%d%d): load kernels: %w", ordinal, info.Name, info.Major, info.Minor, err))
 	}
+	if err := d.loadFunctions(mod); err != nil {
+		return fail(err)
+	}
+	if err := d.raiseSharedLimits(dev); err != nil {
+		return fail(fmt.Errorf("GPU %d: %w", ordinal, err))
+	}
+	return nil
+}
+
+// loadFunctions looks up in mod every kernel the device launches.
+func (d *Device) loadFunctions(mod cu.Module) error {
+	var err error
 	get := func(name string) cu.Function {
 		if err != nil {
 			return cu.Function{}
@@ -206,22 +218,25 @@ func (d *Device) setup(ordinal int) error {
 			d.fn.reduce[k][m] = get(fmt.Sprintf("zs_reduce_k%d_m%d", k, m))
 		}
 	}
-	if err != nil {
-		return fail(err)
-	}
-	// zl_seed's, zl_parse3's and zl_cseed's tables are larger than the static 48 KiB
-	// a CTA gets.
-	if err := setMaxDynamicShared(d.fn.litSeed, litSeed1Shared); err != nil {
-		return fail(fmt.Errorf("GPU %d: kernel zl_seed: %w", ordinal, err))
-	}
-	if err := setMaxDynamicShared(d.fn.litSeed2, litSeed1Shared); err != nil {
-		return fail(fmt.Errorf("GPU %d: kernel zl_seed2: %w", ordinal, err))
-	}
-	if err := setMaxDynamicShared(d.fn.litSeed3, litSeed3Shared); err != nil {
-		return fail(fmt.Errorf("GPU %d: kernel zl_seed3: %w", ordinal, err))
-	}
-	if err := setMaxDynamicShared(d.fn.litParse3, litParse3Shared); err != nil {
-		return fail(fmt.Errorf("GPU %d: kernel zl_parse3: %w", ordinal, err))
+	return err
+}
+
+// raiseSharedLimits lets the kernels whose tables are larger than the
+// static 48 KiB a CTA gets (zl_seed's, zl_seed2's, zl_seed3's, zl_parse3's
+// and zl_cseed's) take them, and splits zl_cseed's chunk table into as few
+// parts as dev's shared memory allows.
+func (d *Device) raiseSharedLimits(dev cu.Device) error {
+	for _, k := range []struct {
+		name  string
+		fn    cu.Function
+		bytes int
+	}{
+		{"zl_seed", d.fn.litSeed, litSeed1Shared}, {"zl_seed2", d.fn.litSeed2, litSeed1Shared},
+		{"zl_seed3", d.fn.litSeed3, litSeed3Shared}, {"zl_parse3", d.fn.litParse3, litParse3Shared},
+	} {
+		if err := setMaxDynamicShared(k.fn, k.bytes); err != nil {
+			return fmt.Errorf("kernel %s: %w", k.name, err)
+		}
 	}
 	limit, err := sharedOptin(dev)
 	if err == nil {
@@ -231,7 +246,7 @@ func (d *Device) setup(ordinal int) error {
 		err = setMaxDynamicShared(d.fn.litChunkSeed, litChunkPartBytes(litChunkBits, d.chunkParts))
 	}
 	if err != nil {
-		return fail(fmt.Errorf("GPU %d: kernel zl_cseed: %w", ordinal, err))
+		return fmt.Errorf("kernel zl_cseed: %w", err)
 	}
 	return nil
 }
