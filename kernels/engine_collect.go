@@ -68,40 +68,8 @@ func (e *Engine) collect(ctx context.Context, m int64, outs []pipeline.LevelOutp
 	b, ev, bt := m&1, &e.ev[m&3], &e.inflight[m&3]
 	var ms [stages]float64
 	err := e.dev.do(func() error {
-		if err := ev.bytesEnd.Synchronize(); err != nil {
-			return fmt.Errorf("copy chunks back: %w", err)
-		}
-		pairs := [stages][2]*cu.Event{
-			stageDownsample: {&ev.aggEnd, &ev.reduceEnd},
-			stageLevels:     {&ev.reduceEnd, &ev.levelsEnd},
-			stageD2H:        {&ev.metaStart, &ev.metaEnd},
-		}
-		if bt.level0 {
-			pairs[stageH2D] = [2]*cu.Event{&ev.h2dStart, &ev.h2dEnd}
-			pairs[stageScatter] = [2]*cu.Event{&ev.scatterStart, &ev.scatterEnd}
-			pairs[stageAggregate] = [2]*cu.Event{&ev.scatterEnd, &ev.aggEnd}
-			if e.gpuZstd {
-				// Keys, then the encoder (whose scan and write stand in
-				// for the aggregate's): compress is from compStart on.
-				pairs[stageAggregate] = [2]*cu.Event{&ev.scatterEnd, &ev.compStart}
-				pairs[stageCompress] = [2]*cu.Event{&ev.compStart, &ev.aggEnd}
-			}
-		}
-		for i, p := range pairs {
-			if p[0] == nil {
-				continue
-			}
-			t, err := p[0].Elapsed(*p[1])
-			if err != nil {
-				return fmt.Errorf("stage timing: %w", err)
-			}
-			ms[i] = t
-		}
-		t, err := ev.bytesStart.Elapsed(ev.bytesEnd)
-		ms[stageD2H] += t
-		if err == nil && e.lit != nil {
-			err = e.lit.check()
-		}
+		var err error
+		ms, err = e.stageTimes(ev, bt)
 		return err
 	})
 	what := fmt.Sprintf("epoch %d", bt.index)
@@ -111,19 +79,7 @@ func (e *Engine) collect(ctx context.Context, m int64, outs []pipeline.LevelOutp
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	var back int64
-	if bt.level0 {
-		back = int64(bt.total) + int64(len(e.hOffsets[b]))
-	}
-	for _, gr := range bt.groups {
-		back += int64(gr.total) + 8*int64(len(gr.offsets))
-	}
-	var bytes [stages]int64
-	bytes[stageH2D], bytes[stageScatter], bytes[stageAggregate] = bt.raw, bt.raw, int64(bt.total)
-	if e.gpuZstd && bt.level0 {
-		bytes[stageCompress] = bt.raw
-	}
-	bytes[stageDownsample], bytes[stageLevels], bytes[stageD2H] = bt.reduced, bt.leveled, back
+	bytes := e.stageBytes(b, bt)
 	e.mu.Lock()
 	for i := range stages {
 		if bytes[i] > 0 || ms[i] > 0 {
@@ -147,6 +103,68 @@ func (e *Engine) collect(ctx context.Context, m int64, outs []pipeline.LevelOutp
 		outs = append(outs, rows...)
 	}
 	return outs, nil
+}
+
+// stageTimes waits for a batch's bytes to be back and reads each stage's
+// milliseconds off its events (bt says which stages it ran). On the
+// device goroutine.
+func (e *Engine) stageTimes(ev *events, bt *batch) ([stages]float64, error) {
+	var ms [stages]float64
+	if err := ev.bytesEnd.Synchronize(); err != nil {
+		return ms, fmt.Errorf("copy chunks back: %w", err)
+	}
+	pairs := [stages][2]*cu.Event{
+		stageDownsample: {&ev.aggEnd, &ev.reduceEnd},
+		stageLevels:     {&ev.reduceEnd, &ev.levelsEnd},
+		stageD2H:        {&ev.metaStart, &ev.metaEnd},
+	}
+	if bt.level0 {
+		pairs[stageH2D] = [2]*cu.Event{&ev.h2dStart, &ev.h2dEnd}
+		pairs[stageScatter] = [2]*cu.Event{&ev.scatterStart, &ev.scatterEnd}
+		pairs[stageAggregate] = [2]*cu.Event{&ev.scatterEnd, &ev.aggEnd}
+		if e.gpuZstd {
+			// Keys, then the encoder (whose scan and write stand in
+			// for the aggregate's): compress is from compStart on.
+			pairs[stageAggregate] = [2]*cu.Event{&ev.scatterEnd, &ev.compStart}
+			pairs[stageCompress] = [2]*cu.Event{&ev.compStart, &ev.aggEnd}
+		}
+	}
+	for i, p := range pairs {
+		if p[0] == nil {
+			continue
+		}
+		t, err := p[0].Elapsed(*p[1])
+		if err != nil {
+			return ms, fmt.Errorf("stage timing: %w", err)
+		}
+		ms[i] = t
+	}
+	t, err := ev.bytesStart.Elapsed(ev.bytesEnd)
+	ms[stageD2H] += t
+	if err == nil && e.lit != nil {
+		err = e.lit.check()
+	}
+	return ms, err
+}
+
+// stageBytes is what each stage of batch bt (in buffers b) moved: the
+// raw bytes in, what the chunks and the pyramid's levels came to, and
+// what came back with their offsets.
+func (e *Engine) stageBytes(b int64, bt *batch) [stages]int64 {
+	var back int64
+	if bt.level0 {
+		back = int64(bt.total) + int64(len(e.hOffsets[b]))
+	}
+	for _, gr := range bt.groups {
+		back += int64(gr.total) + 8*int64(len(gr.offsets))
+	}
+	var bytes [stages]int64
+	bytes[stageH2D], bytes[stageScatter], bytes[stageAggregate] = bt.raw, bt.raw, int64(bt.total)
+	if e.gpuZstd && bt.level0 {
+		bytes[stageCompress] = bt.raw
+	}
+	bytes[stageDownsample], bytes[stageLevels], bytes[stageD2H] = bt.reduced, bt.leveled, back
+	return bytes
 }
 
 // rows builds chunk rows first…first+n−1 of a level from one batch's
