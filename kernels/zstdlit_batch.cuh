@@ -2,6 +2,8 @@
 // zstdlit_parse.cuh): a batch of grid positions' keys and hashes, their
 // seeds and own candidates, which of them are worth a look, the match the
 // first of those leads to and where it starts once extended backwards.
+// The strong rung's parse (parse_segment_own) takes its seeds and
+// measures their matches with the same load_seeds and seed_match_len.
 // Included by zstdlit_parse.cuh inside namespace zl, after
 // zstdlit_segment.cuh (SegView).
 
