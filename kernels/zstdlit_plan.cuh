@@ -332,16 +332,15 @@ __device__ void plan_block(const uint8_t *__restrict__ src, const uint8_t *lit, 
                            uint32_t *__restrict__ tables, uint64_t bi, PlanShared &S)
 {
 	const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const uint64_t chunk = bi / bpc;
-	const uint32_t b = (uint32_t)(bi % bpc);
+	uint64_t chunk, off;
+	uint32_t n;
+	block_geometry(chunk_bytes, bpc, bi, chunk, off, n);
 	Block *out = blocks + bi;
 	if (chunk_absent(nonfill, chunk)) {
 		if (tid == 0)
 			out->type = kSkip;
 		return;
 	}
-	const uint64_t off = (uint64_t)b * kBlock;
-	const uint32_t n = (uint32_t)(chunk_bytes - off < kBlock ? chunk_bytes - off : kBlock);
 	const uint8_t *p = src + chunk * chunk_bytes + off;
 	const uint32_t nseq = out->nseq;
 	// The literals: packed by zl_compact when the block keeps matches.
